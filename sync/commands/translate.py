@@ -1,0 +1,11 @@
+"""`vime-sync translate` — placeholder until its issue lands (replace this module whole)."""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("translate")
+    def _placeholder() -> None:
+        """Not built yet."""
+        typer.echo("vime-sync translate: not built yet", err=True)
+        raise typer.Exit(2)
