@@ -73,4 +73,12 @@ OWN_FILES: dict[str, str] = {
         "    def reload_from(self, path: str) -> None:\n"
         "        self.model_runner.model.load_weights(path)\n"
     ),
+    # What the gate checks on a sync branch: the reward contract against the demo's plugin,
+    # which upstream #116 breaks (it starts returning a dict).
+    ".vime-sync/gate.toml": (
+        "# Contracts `vime-sync gate` runs on a sync branch (format: docs/customization.md).\n"
+        "[[contract]]\n"
+        'file = "tests/contract/test_reward_contract.py"\n'
+        'args = ["--custom-rm-path", "vime_plugins.rollout.math_reward.reward_func"]\n'
+    ),
 }
