@@ -17,7 +17,7 @@ _DEFAULT_LETTERS = list(string.ascii_uppercase[:10])
 # An explicit statement of the choice; the keyword is case-insensitive, the letter is not
 # (so "the answer is a fraction" does not read as choice A) unless it is in parentheses.
 _STATED = re.compile(
-    r"(?i:answer|option|choice)\s*(?:(?i:is)\s*)?[:\-]?\s*\**\s*(?:\(([A-Za-z])\)|([A-Z])(?![A-Za-z0-9]))"
+    r"(?i:answer|option|choice)(?:\s*(?i:is))?[\s:*\-]*(?:\(([A-Za-z])\)|([A-Z])(?![A-Za-z0-9]))"
 )
 _CORRECT_LETTER = re.compile(r"(?:\(([A-Za-z])\)|\b([A-Z]))\s*(?i:is\s+(?:the\s+)?correct)")
 _LEADING_LETTER = re.compile(r"^\s*\**\(?([A-Z])[.):]\**(?:\s|$)", re.MULTILINE)
@@ -78,8 +78,21 @@ def _correct_letter(label: Any, metadata: dict, letters: list[str], choices: lis
     return None
 
 
-def _option_pattern(option: str) -> re.Pattern:
-    return re.compile(rf"(?<![a-z0-9]){re.escape(option)}(?![a-z0-9])")
+def _mentioned_options(text: str, options: list[str]) -> set[int]:
+    """Indices of the options whose text the response contains, longest options first.
+
+    A mention of "carbon dioxide" is blanked out before looking for "carbon", so one option
+    that contains another does not count as naming both.
+    """
+    mentioned = set()
+    for index in sorted(range(len(options)), key=lambda i: -len(options[i])):
+        if not options[index]:
+            continue
+        pattern = re.compile(rf"(?<![a-z0-9]){re.escape(options[index])}(?![a-z0-9])")
+        text, count = pattern.subn(" | ", text)
+        if count:
+            mentioned.add(index)
+    return mentioned
 
 
 def gpqa_reward(response: str, label: Any, metadata: dict | None = None) -> float:
@@ -104,10 +117,5 @@ def gpqa_reward(response: str, label: Any, metadata: dict | None = None) -> floa
     if correct is None or not choices or correct not in letters:
         return 0.0
     text = _normalize_option(strip_think(response or ""))
-    index = letters.index(correct)
-    target = _normalize_option(choices[index]) if index < len(choices) else ""
-    if not target or not _option_pattern(target).search(text):
-        return 0.0
-    rest = _option_pattern(target).sub(" ", text)  # "carbon dioxide" must not count as "carbon"
-    others = [_normalize_option(c) for i, c in enumerate(choices) if i != index]
-    return 0.0 if any(other and _option_pattern(other).search(rest) for other in others) else 1.0
+    options = [_normalize_option(c) for c in choices[: len(letters)]]
+    return 1.0 if _mentioned_options(text, options) == {letters.index(correct)} else 0.0

@@ -118,7 +118,7 @@ def normalize_math_answer(answer: object) -> str:
         text = boxed
     for old, new in _UNICODE.items():
         text = text.replace(old, new)
-    text = _strip_delimiters(text)
+    text = _strip_delimiters(text.replace("\\$", ""))  # \$ is a currency sign, not math mode
     text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     text = text.replace("\\dbinom", "\\binom").replace("\\tbinom", "\\binom")
     for spacing in _SPACING:
