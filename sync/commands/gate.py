@@ -1,11 +1,86 @@
-"""`vime-sync gate` — placeholder until its issue lands (replace this module whole)."""
+"""`vime-sync gate`: static checks and hook contracts on a sync worktree; exit 1 when it fails."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
 
 import typer
+from rich.console import Console
+
+FILE_PRS_NAMES = ("file_prs.json", "window.json")  # where a window's report keeps {path: [PR, ...]}
+
+
+def load_file_prs(report_dir: Path, explicit: Path | None) -> tuple[dict[str, list[int]], str | None]:
+    """The file -> PRs map: ``--file-prs`` if given, else from the report directory; else empty."""
+    candidates = [explicit] if explicit else [report_dir / name for name in FILE_PRS_NAMES]
+    for path in candidates:
+        if path is None or not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise typer.BadParameter(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        mapping = data.get("file_prs", data) if isinstance(data, dict) else None
+        if not isinstance(mapping, dict) or not all(isinstance(v, list) for v in mapping.values()):
+            raise typer.BadParameter(f"{path} must map file paths to lists of PR numbers")
+        return {str(k): [int(pr) for pr in v] for k, v in mapping.items()}, None
+    if explicit:
+        raise typer.BadParameter(f"--file-prs {explicit} not found")
+    return {}, f"no file_prs.json in {report_dir}: failures name files but not PRs"
+
+
+def default_report_dir(worktree: Path) -> Path:
+    """The newest window report in the worktree (``reports/<window>/``), else ``reports/gate``."""
+    reports = worktree / "reports"
+    windows = (
+        sorted((p for p in reports.glob("*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
+        if reports.is_dir()
+        else []
+    )
+    return windows[-1] if windows else reports / "gate"
 
 
 def register(app: typer.Typer) -> None:
     @app.command("gate")
-    def _placeholder() -> None:
-        """Not built yet."""
-        typer.echo("vime-sync gate: not built yet", err=True)
-        raise typer.Exit(2)
+    def gate(
+        worktree: Annotated[Path, typer.Option(help="The sync branch's worktree (default: here).")] = Path(
+            "."
+        ),
+        report: Annotated[
+            Path | None, typer.Option(help="Report directory for gate.json and GATE.md.")
+        ] = None,
+        file_prs: Annotated[Path | None, typer.Option(help="JSON {path: [PR, ...]} of the window.")] = None,
+    ) -> None:
+        """Static checks (compile, sglang imports, --vllm-* flags, conflict markers) and the hook contracts."""
+        from sync.gate import GateConfigError, run_gate
+
+        console = Console(stderr=True)
+        worktree = worktree.resolve()
+        if not worktree.is_dir():
+            console.print(f"vime-sync gate: worktree {worktree} does not exist; pass --worktree PATH")
+            raise typer.Exit(2)
+        report_dir = (report or default_report_dir(worktree)).resolve()
+        mapping, note = load_file_prs(report_dir, file_prs)
+        with console.status("gate: starting") as status:
+            try:
+                result = run_gate(
+                    worktree, report_dir, mapping, on_step=lambda s: status.update(f"gate: {s}")
+                )
+            except GateConfigError as exc:
+                console.print(f"vime-sync gate: {exc}")
+                raise typer.Exit(2) from None
+        if note:
+            result.notes.append(note)
+        for check in result.checks:
+            console.print(f"{check.name:16} {check.status:8} {check.checked:5}  {check.note}")
+        for failure in result.failures:
+            console.print(failure.describe(), markup=False, highlight=False)
+        verdict = (
+            "PASSED"
+            if result.passed
+            else f"FAILED: {len(result.failures)} failure(s), PRs {result.prs or '-'}"
+        )
+        console.print(f"gate {verdict}; report: {report_dir / 'GATE.md'}", markup=False)
+        raise typer.Exit(0 if result.passed else 1)

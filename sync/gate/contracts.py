@@ -1,0 +1,140 @@
+"""Run the hook contracts against a worktree's code, in a subprocess, and name what broke.
+
+The subprocess gets ``PYTHONPATH=<worktree>`` so that the worktree's code (the sync branch), not
+this installation's, is what the contracts import. Contract files and the runner come from the
+worktree when it has them, else from this installation.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from sync.gate.config import ContractRun
+from sync.gate.result import GateFailure, prs_for
+
+INSTALL_ROOT = Path(__file__).resolve().parents[2]
+CONTRACT_DIR = "tests/contract"
+RUNNER = "tools/run_contract.py"
+_PATH_FLAG = re.compile(r"^--[a-z][a-z0-9-]*-path$")
+_VIOLATION_PREFIX = re.compile(r"^(?:[\w.]+\.)?ContractViolation: ")
+
+
+class ContractSetupError(ValueError):
+    """A contract that cannot even be started (missing file); the message names it."""
+
+
+def _from_worktree_or_install(worktree: Path, rel: str) -> Path | None:
+    for root in (worktree, INSTALL_ROOT):
+        if (root / rel).is_file():
+            return root / rel
+    return None
+
+
+def default_runs(worktree: Path) -> list[ContractRun]:
+    """vime's own contracts, each against vime's default hooks (no path arguments)."""
+    directory = worktree / CONTRACT_DIR if (worktree / CONTRACT_DIR).is_dir() else INSTALL_ROOT / CONTRACT_DIR
+    return [
+        ContractRun(file=f"{CONTRACT_DIR}/{p.name}") for p in sorted(directory.glob("test_*_contract.py"))
+    ]
+
+
+def framework_path(worktree: Path) -> tuple[list[str], str | None]:
+    """What goes on PYTHONPATH: the worktree first when it carries vime's framework (its hook
+    types), else this installation's framework with the worktree's plugins behind it."""
+    if (worktree / "vime" / "utils" / "types.py").is_file():
+        return [str(worktree)], None
+    note = (
+        f"{worktree.name} has no vime/utils/types.py: contracts ran with this installation's vime "
+        f"framework ({INSTALL_ROOT}) and the worktree's plugins"
+    )
+    return [str(INSTALL_ROOT), str(worktree)], note
+
+
+def hook_files(worktree: Path, args: tuple[str, ...]) -> list[str]:
+    """Worktree files of the modules named by ``--xxx-path`` arguments."""
+    files, values = [], iter(args)
+    for arg in values:
+        dotted = (
+            next(values, "") if _PATH_FLAG.match(arg) else arg.partition("=")[2] if "-path=" in arg else ""
+        )
+        module = dotted.rpartition(".")[0]
+        if not module:
+            continue
+        base = module.replace(".", "/")
+        for candidate in (f"{base}.py", f"{base}/__init__.py"):
+            if (worktree / candidate).is_file():
+                files.append(candidate)
+    return files
+
+
+def _junit_failures(xml_path: Path) -> list[tuple[str, str, str]]:
+    """``(test name, one-line message, full text)`` of every failed or errored test case."""
+    if not xml_path.is_file():
+        return []
+    found = []
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        for tag in ("failure", "error"):
+            for node in case.findall(tag):
+                message = (node.get("message") or "").strip().splitlines()
+                first = next((line for line in message if line.strip()), tag)
+                found.append(
+                    (case.get("name", "?"), _VIOLATION_PREFIX.sub("", first.strip()), node.text or "")
+                )
+    return found
+
+
+def run_contract(
+    worktree: Path, run: ContractRun, file_prs: dict[str, list[int]]
+) -> tuple[list[GateFailure], str | None]:
+    """Run one contract file; return its failures and a note about the import path used."""
+    contract_file = _from_worktree_or_install(worktree, run.file)
+    runner = _from_worktree_or_install(worktree, RUNNER)
+    if contract_file is None or runner is None:
+        missing = run.file if contract_file is None else RUNNER
+        raise ContractSetupError(
+            f"contract {run.file}: {missing} is in neither the worktree nor {INSTALL_ROOT}"
+        )
+    paths, note = framework_path(worktree)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [*paths, os.environ.get("PYTHONPATH")]))}
+    env.pop("PYTEST_ADDOPTS", None)
+    plugin_files = hook_files(worktree, run.args)
+    with tempfile.TemporaryDirectory(prefix="vime-gate-") as scratch:
+        xml_path = Path(scratch) / "junit.xml"
+        command = [sys.executable, str(runner), str(contract_file), *run.args, "-q", f"--junitxml={xml_path}"]
+        try:
+            done = subprocess.run(
+                command, cwd=worktree, env=env, capture_output=True, text=True, timeout=run.timeout
+            )
+        except subprocess.TimeoutExpired:
+            return [_failure(run, f"did not finish within {run.timeout} s", plugin_files, file_prs)], note
+        if done.returncode == 0:
+            return [], note
+        failures = [
+            _failure(run, f"{name}: {message}", plugin_files + _files_named(text, file_prs), file_prs)
+            for name, message, text in _junit_failures(xml_path)
+        ]
+    if not failures:  # the runner refused (bad path) or pytest could not start
+        output = (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}").splitlines()
+        failures = [_failure(run, output[-1], plugin_files + _files_named(done.stderr, file_prs), file_prs)]
+    return failures, note
+
+
+def _files_named(text: str, file_prs: dict[str, list[int]]) -> list[str]:
+    """Window files that a traceback mentions (so a failure deep in a helper still names its PR)."""
+    return [path for path in file_prs if path.endswith(".py") and path in text]
+
+
+def _failure(run: ContractRun, message: str, files: list[str], file_prs: dict[str, list[int]]) -> GateFailure:
+    files = sorted(dict.fromkeys(files))
+    return GateFailure(
+        check="contract",
+        message=f"{run.label}: {message}",
+        files=files,
+        prs=prs_for(files, file_prs),
+    )
