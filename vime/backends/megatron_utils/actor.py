@@ -1,0 +1,225 @@
+"""The Megatron-core actor: log-probs, the policy-loss step, weights out, checkpoints, offload.
+
+It sits behind the same narrow interface as the torch backend (train on a batch, compute log-probs,
+export weights, save, load, offload). Each process is one rank; the batch given to a rank is its
+data-parallel shard. The loss is vime.algorithms.actor_loss, the same function the torch backend uses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from vime.algorithms import LossConfig, actor_loss, global_denominator
+from vime.backends.megatron_utils.batch import TrainBatch
+from vime.backends.megatron_utils.hf_config import ModelShape
+from vime.backends.megatron_utils.hf_io import iter_hf_tensors, load_hf_into_megatron, unwrap
+from vime.backends.megatron_utils.logprobs import token_logprobs_from_logits
+from vime.backends.megatron_utils.model_builder import ParallelSizes, build_gpt_model
+from vime.backends.megatron_utils.optimizer import (
+    OptimizerSettings,
+    build_megatron_optimizer,
+    finalize_grads_summed,
+    wrap_ddp,
+)
+
+
+@dataclass
+class MegatronActorConfig:
+    shape: ModelShape
+    sizes: ParallelSizes = field(default_factory=ParallelSizes)
+    dtype: torch.dtype = torch.bfloat16
+    micro_batch_size: int = 1
+    optimizer: OptimizerSettings = field(default_factory=OptimizerSettings)
+    loss: LossConfig = field(default_factory=LossConfig)
+    hf_checkpoint: str | None = None  # initial weights; None keeps Megatron's random init
+
+
+class MegatronActor:
+    """One rank of the Megatron actor. ``init_megatron_parallel`` must have run in this process.
+
+    ``optimizer_factory`` replaces Megatron's optimizer (and DDP) with a plain torch optimizer: Megatron's
+    optimizer is CUDA-only, so the CPU parity tests pass ``torch.optim.AdamW`` here.
+    """
+
+    def __init__(self, cfg: MegatronActorConfig, optimizer_factory: Callable | None = None):
+        self.cfg = cfg
+        self.device = (
+            torch.device("cuda", torch.cuda.current_device())
+            if torch.cuda.is_available()
+            else torch.device("cpu")
+        )
+        model = build_gpt_model(
+            cfg.shape, cfg.sizes, dtype=cfg.dtype, use_cpu_init=not torch.cuda.is_available()
+        )
+        model.to(self.device)
+        if cfg.hf_checkpoint:
+            load_hf_into_megatron(model, cfg.hf_checkpoint, cfg.shape)
+        if optimizer_factory is None:
+            self.model = wrap_ddp(model, cfg.optimizer)
+            self.optimizer = build_megatron_optimizer(self.model, cfg.optimizer, cfg.dtype)
+            model.config.finalize_model_grads_func = finalize_grads_summed
+            model.config.no_sync_func = self.model.no_sync
+        else:
+            self.model = model
+            self.optimizer = optimizer_factory(model)
+            model.config.finalize_model_grads_func = None
+        self.config = model.config
+        self.step = 0
+
+    # ---- forward / backward -------------------------------------------------------------------
+    def _run(self, batch: TrainBatch, loss_fn: Callable, forward_only: bool) -> list:
+        from megatron.core.pipeline_parallel import get_forward_backward_func
+
+        mbs = self.cfg.micro_batch_size
+        if batch.input_ids.shape[0] % mbs:
+            raise ValueError(
+                f"batch of {batch.input_ids.shape[0]} samples is not a multiple of --micro-batch-size {mbs}"
+            )
+        micro = [m.to(self.device) for m in batch.micro_batches(mbs)]
+
+        def forward_step(data_iterator: Iterator[TrainBatch], model):
+            mb = next(data_iterator)
+            positions = torch.arange(mb.input_ids.shape[1], device=self.device).expand_as(mb.input_ids)
+            output = model(input_ids=mb.input_ids, position_ids=positions, attention_mask=None)
+            return output, lambda out: loss_fn(out, mb)
+
+        if self.cfg.sizes.pp > 1:
+            return get_forward_backward_func()(
+                forward_step_func=forward_step,
+                data_iterator=iter(micro),
+                model=[self.model],
+                num_microbatches=len(micro),
+                seq_length=batch.input_ids.shape[1],
+                micro_batch_size=mbs,
+                forward_only=forward_only,
+            )
+        return self._run_no_pipelining(micro, forward_step, forward_only)
+
+    def _run_no_pipelining(self, micro: list[TrainBatch], forward_step: Callable, forward_only: bool) -> list:
+        """What Megatron's no-pipelining schedule does (it hard-codes a CUDA tensor, so it cannot run on
+        the CPU): forward + loss + backward per micro-batch, the DP gradient reduce after the last."""
+        outputs = []
+        no_sync = getattr(self.model, "no_sync", None)
+        for i, mb in enumerate(micro):
+            last = i == len(micro) - 1
+            ctx = (
+                no_sync()
+                if (no_sync is not None and not last and not forward_only)
+                else contextlib.nullcontext()
+            )
+            with ctx:
+                output, loss_of = forward_step(iter([mb]), self.model)
+                loss, _count, metrics = loss_of(output)
+                if not forward_only:
+                    loss.backward()
+            outputs.append(metrics)
+        if not forward_only and self.config.finalize_model_grads_func is not None:
+            self.config.finalize_model_grads_func([self.model])
+        return outputs
+
+    def _logprobs(self, logits: torch.Tensor, mb: TrainBatch, with_entropy: bool):
+        return token_logprobs_from_logits(logits, mb.input_ids, self.cfg.shape.vocab_size, with_entropy)
+
+    @torch.no_grad()
+    def compute_log_probs(self, batch: TrainBatch) -> torch.Tensor | None:
+        """Log-probs ``[batch, tokens]`` aligned to input_ids (on the last pipeline stage; None elsewhere)."""
+        from megatron.core import parallel_state
+
+        self.model.eval()
+
+        def loss_fn(logits, mb):
+            lp, _ = self._logprobs(logits, mb, with_entropy=False)
+            return lp.sum() * 0, torch.tensor(1), {"log_probs": lp}
+
+        outputs = self._run(batch, loss_fn, forward_only=True)
+        if not parallel_state.is_pipeline_last_stage():
+            return None
+        return torch.cat([o["log_probs"] for o in outputs], dim=0)
+
+    def train_step(self, batch: TrainBatch) -> dict[str, float]:
+        """One optimizer step on this rank's data-parallel shard; metrics are global (summed over DP)."""
+        from megatron.core import parallel_state
+
+        if batch.advantages is None or batch.old_log_probs is None:
+            raise ValueError("train_step needs advantages and old_log_probs in the TrainBatch")
+        self.model.train()
+        dp_group = parallel_state.get_data_parallel_group()
+        denom = torch.tensor(global_denominator(batch.loss_mask, self.cfg.loss.agg_mode), device=self.device)
+        dist.all_reduce(denom, group=dp_group)
+        denominator = float(denom)
+
+        def loss_fn(logits, mb):
+            lp, ent = self._logprobs(logits, mb, with_entropy=True)
+            loss, metrics = actor_loss(
+                self.cfg.loss,
+                lp,
+                mb.old_log_probs,
+                mb.advantages,
+                mb.loss_mask,
+                denominator,
+                entropy=ent,
+                ref_log_probs=mb.ref_log_probs,
+                rollout_log_probs=mb.rollout_log_probs,
+            )
+            return loss, torch.tensor(1), metrics
+
+        self._zero_grad()
+        outputs = self._run(batch, loss_fn, forward_only=False)
+        grad_norm = self._optimizer_step()
+        self.step += 1
+        return self._reduce_metrics(outputs, dp_group) | {"grad_norm": grad_norm}
+
+    def _zero_grad(self) -> None:
+        if hasattr(self.model, "zero_grad_buffer"):
+            self.model.zero_grad_buffer()
+        self.optimizer.zero_grad()
+
+    def _optimizer_step(self) -> float:
+        if hasattr(self.model, "zero_grad_buffer"):  # Megatron optimizer
+            _ok, grad_norm, _zeros = self.optimizer.step()
+            return float(grad_norm or 0.0)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.optimizer.clip_grad)
+        self.optimizer.step()
+        return float(grad_norm)
+
+    def _reduce_metrics(self, outputs: list[dict], dp_group) -> dict[str, float]:
+        if not outputs:
+            return {}
+        keys = sorted(outputs[0])
+        sums = torch.tensor(
+            [sum(float(o[k]) for o in outputs) for k in keys], device=self.device, dtype=torch.float64
+        )
+        dist.all_reduce(sums, group=dp_group)
+        return dict(zip(keys, sums.tolist(), strict=True))
+
+    # ---- weights, checkpoints, memory ---------------------------------------------------------
+    def hf_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """This pipeline stage's weights under HF names, gathered across tensor parallel (collective)."""
+        return iter_hf_tensors(self.model, self.cfg.shape)
+
+    def save(self, checkpoint_dir: str | Path) -> Path:
+        from vime.backends.megatron_utils.checkpoint import save_checkpoint
+
+        return save_checkpoint(unwrap(self.model), self.optimizer, self.step, checkpoint_dir)
+
+    def load(self, checkpoint_dir: str | Path) -> int:
+        from vime.backends.megatron_utils.checkpoint import load_checkpoint
+
+        self.step = load_checkpoint(unwrap(self.model), self.optimizer, checkpoint_dir)
+        return self.step
+
+    def offload(self) -> None:
+        from vime.backends.megatron_utils.offload import offload_actor
+
+        offload_actor(self)
+
+    def onload(self) -> None:
+        from vime.backends.megatron_utils.offload import onload_actor
+
+        onload_actor(self)

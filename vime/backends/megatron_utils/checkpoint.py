@@ -1,0 +1,89 @@
+"""Megatron distributed checkpoints (torch_dist format) of model + optimizer + step, and resume.
+
+Layout (Megatron's): ``<dir>/iter_0000042/`` plus ``<dir>/latest_checkpointed_iteration.txt``. A save
+goes to ``iter_X.tmp`` first and is renamed only when complete, so a crash mid-save never leaves a
+half checkpoint where resume would look, and an existing checkpoint is never overwritten.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+TRACKER = "latest_checkpointed_iteration.txt"
+
+
+def iter_dir(root: str | Path, step: int) -> Path:
+    return Path(root) / f"iter_{step:07d}"
+
+
+def latest_step(root: str | Path) -> int | None:
+    tracker = Path(root) / TRACKER
+    if not tracker.exists():
+        return None
+    text = tracker.read_text().strip()
+    if not text.isdigit():
+        raise ValueError(f"{tracker} holds {text!r}, not a step number; fix or remove the file")
+    return int(text)
+
+
+def _sharded_state(model, optimizer, is_loading: bool) -> dict:
+    model_sd = model.sharded_state_dict()
+    state = {"model": model_sd}
+    if optimizer is not None and hasattr(optimizer, "sharded_state_dict"):
+        state["optimizer"] = optimizer.sharded_state_dict(model_sd, is_loading=is_loading)
+    return state
+
+
+def save_checkpoint(model, optimizer, step: int, root: str | Path) -> Path:
+    """Collective: every rank writes its shards. Returns the final ``iter_`` directory."""
+    from megatron.core import dist_checkpointing
+
+    final = iter_dir(root, step)
+    if final.exists():
+        raise FileExistsError(
+            f"{final} already exists; save to another --save directory or remove it yourself"
+        )
+    tmp = final.with_name(final.name + ".tmp")
+    rank0 = not dist.is_initialized() or dist.get_rank() == 0
+    if rank0:
+        tmp.mkdir(parents=True, exist_ok=True)
+        for stale in tmp.iterdir():  # leftovers of a crashed save of this same step
+            stale.unlink() if stale.is_file() else None
+    _barrier()
+    dist_checkpointing.save(_sharded_state(model, optimizer, is_loading=False), str(tmp))
+    _barrier()
+    if rank0:
+        tmp.rename(final)
+        (final / "vime_step.txt").write_text(f"{step}\n")
+        (Path(root) / TRACKER).write_text(f"{step}\n")
+    _barrier()
+    return final
+
+
+def load_checkpoint(model, optimizer, root: str | Path, step: int | None = None) -> int:
+    """Load the latest (or the given) step into model and optimizer; returns the step to continue from."""
+    from megatron.core import dist_checkpointing
+
+    step = latest_step(root) if step is None else step
+    if step is None:
+        raise FileNotFoundError(
+            f"no {TRACKER} in {root}; nothing to resume (pass a directory written by --save)"
+        )
+    path = iter_dir(root, step)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path} is missing although {TRACKER} names step {step}")
+    state = dist_checkpointing.load(_sharded_state(model, optimizer, is_loading=True), str(path))
+    model.load_state_dict(state["model"])
+    if "optimizer" in state:
+        optimizer.load_state_dict(state["optimizer"])
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return step
+
+
+def _barrier() -> None:
+    if dist.is_initialized():
+        dist.barrier()

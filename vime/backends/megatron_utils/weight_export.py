@@ -1,0 +1,124 @@
+"""Send the trainer's weights to the rollout engines: gather, rename to HF, bucket, send under a lock.
+
+Sequence (as in slime): lock -> send every bucket -> clear (the sink's ``finish``: engines drop their
+prefix caches) -> unlock. The lock keeps two senders (say two pipeline stages, or a retried update)
+from interleaving their buckets on the same engines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+
+from vime.backends.megatron_utils.buckets import bucket_nbytes, pack_into, plan_buckets
+from vime.backends.megatron_utils.weight_sinks import WeightSink
+
+DEFAULT_BUCKET_BYTES = 1 << 30  # 1 GiB: NCCL reaches its broadcast ceiling from about here (DESIGN.md)
+
+
+class FileLock:
+    """A cross-process lock on one host (fcntl), the default guard around an engine update.
+
+    Ray deployments pass their own lock (any object with acquire/release, e.g. a named Ray actor).
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+@contextlib.contextmanager
+def _held(lock):
+    if lock is None:
+        yield
+        return
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def send_weights(
+    named_tensors: Iterable[tuple[str, torch.Tensor]],
+    sink: WeightSink,
+    *,
+    bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+    lock=None,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+    total_bytes: int | None = None,
+) -> int:
+    """Pack ``named_tensors`` into buckets and push them through ``sink``; returns the bytes sent.
+
+    Two pack buffers alternate, so packing bucket i+1 overlaps an asynchronous send of bucket i.
+    """
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    buffers: list[torch.Tensor | None] = [None, None]
+    sent = 0
+    bar = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        transient=True,
+        disable=not progress,
+    )
+    with _held(lock), bar:
+        task = bar.add_task("update weights", total=total_bytes)
+        sink.begin()
+        for i, bucket in enumerate(plan_buckets(named_tensors, bucket_bytes)):
+            need = bucket_nbytes(bucket)
+            slot = i % 2
+            if hasattr(sink, "wait_oldest") and i >= 2:
+                sink.wait_oldest()  # the send that last used this buffer must be done
+            if buffers[slot] is None or buffers[slot].numel() < need:
+                dev = device if device is not None else bucket[0][1].device
+                buffers[slot] = torch.empty(max(need, bucket_bytes), dtype=torch.uint8, device=dev)
+            sink.send([m for m, _ in bucket], pack_into(buffers[slot], bucket))
+            sent += need
+            bar.update(task, advance=need)
+        sink.finish()
+    return sent
+
+
+def export_actor_weights(actor, sink: WeightSink, **kwargs) -> int:
+    """Every rank calls this; the tensor-parallel gathers are collective, and only the first
+    data-parallel, first tensor-parallel rank of each pipeline stage feeds ``sink``. Returns bytes sent
+    (0 on ranks that do not send)."""
+    from megatron.core import parallel_state
+
+    if parallel_state.get_data_parallel_rank() != 0:
+        return 0
+    tensors = actor.hf_weights()
+    if is_weight_source():
+        return send_weights(tensors, sink, **kwargs)
+    for _ in tensors:  # take part in the tensor-parallel gathers
+        pass
+    return 0
+
+
+def is_weight_source() -> bool:
+    """True on the rank that sends its pipeline stage's weights."""
+    from megatron.core import parallel_state
+
+    return (
+        parallel_state.get_data_parallel_rank() == 0 and parallel_state.get_tensor_model_parallel_rank() == 0
+    )
