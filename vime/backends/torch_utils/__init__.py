@@ -1,0 +1,1 @@
+"""The torch training backend: Hugging Face models, FSDP2 or DDP on gloo, runs on the CPU."""

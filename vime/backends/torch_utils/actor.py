@@ -1,0 +1,221 @@
+"""The torch training backend: a Hugging Face policy (and critic) trained on one DP rank.
+
+Runs anywhere torch runs: one process, or several ranks over gloo with FSDP2 (DDP when
+FSDP2 is missing). It is the CPU trainer of vime and the reference the Megatron backend
+is checked against.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from vime.algorithms import LossConfig, make_kl_controller
+from vime.backends.base import TrainBackend
+from vime.backends.torch_utils import checkpoint as ckpt
+from vime.backends.torch_utils.model import (
+    ValueModel,
+    load_causal_lm,
+    lr_lambda,
+    make_optimizer,
+    resolve_strategy,
+    unwrap,
+    wrap_for_data_parallel,
+)
+from vime.backends.torch_utils.train_step import (
+    actor_forward_loss,
+    batched_logprobs,
+    batched_values,
+    compute_advantages,
+    critic_forward_loss,
+    run_optimizer_steps,
+)
+from vime.backends.torch_utils.weights import full_model_state, write_hf_dir
+from vime.backends.train_data import TrainBatch, step_indices
+
+logger = logging.getLogger(__name__)
+
+
+class TorchTrainBackend(TrainBackend):
+    """Policy, optional reference model and critic, their optimizers and checkpoints."""
+
+    def init(self) -> int:
+        args = self.args
+        torch.manual_seed(args.seed)
+        random.seed(args.seed)
+        np.random.seed(args.seed)
+        dtype = torch.bfloat16 if args.bf16 else torch.float32
+        self.strategy = resolve_strategy(args, self.world_size)
+        policy = load_causal_lm(args.hf_checkpoint, dtype)
+        if args.gradient_checkpointing:
+            policy.gradient_checkpointing_enable()
+        self.ref_model = None
+        if args.kl_coef or args.use_kl_loss:
+            self.ref_model = (
+                load_causal_lm(args.ref_load or args.hf_checkpoint, dtype).eval().requires_grad_(False)
+            )
+        self.critic = None
+        if args.use_critic:
+            self.critic = wrap_for_data_parallel(ValueModel(copy.deepcopy(policy)), self.strategy)
+        self.model = wrap_for_data_parallel(policy, self.strategy)
+        self.loss_cfg = LossConfig.from_args(args)
+        self.agg_mode = self.loss_cfg.agg_mode
+        total_steps = (args.num_rollout or 0) * args.num_steps_per_rollout
+        self.optimizer = make_optimizer(args, self.model.parameters(), args.lr)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(args, total_steps))
+        self.critic_optimizer = None
+        if self.critic is not None:
+            self.critic_optimizer = make_optimizer(args, self.critic.parameters(), args.critic_lr)
+        self.kl_ctl = make_kl_controller(args.kl_ctl, args.kl_coef, args.kl_target, args.kl_horizon)
+        loaded = self.load()
+        if args.start_rollout_id is not None:
+            return args.start_rollout_id
+        return 0 if loaded is None else loaded + 1
+
+    # ----- training ----------------------------------------------------------------------
+    def compute_logprobs(self, batch: TrainBatch) -> list[torch.Tensor]:
+        return batched_logprobs(self.model, batch, self.args.micro_batch_size, self.args.rollout_temperature)
+
+    def train(self, rollout_id: int, batch: TrainBatch) -> dict[str, float]:
+        args = self.args
+        steps = step_indices(len(batch), args.global_batch_size, self.world_size, self.rank)
+        local = batch.select([i for step in steps for i in step])
+        local_steps, offset = [], 0
+        for step in steps:
+            local_steps.append(list(range(offset, offset + len(step))))
+            offset += len(step)
+
+        self.model.train()
+        recomputed = self.compute_logprobs(local)
+        local.computed["train_log_probs"] = recomputed
+        if args.use_rollout_logprobs and local.rollout_log_probs is not None:
+            local.computed["old_log_probs"] = [torch.tensor(lp) for lp in local.rollout_log_probs]
+        else:
+            local.computed["old_log_probs"] = recomputed
+        if self.ref_model is not None:
+            local.computed["ref_log_probs"] = batched_logprobs(
+                self.ref_model, local, args.micro_batch_size, args.rollout_temperature
+            )
+        if self.critic is not None:
+            local.computed["values"] = batched_values(self.critic, local, args.micro_batch_size)
+        metrics = compute_advantages(args, local, self.kl_ctl.value)
+
+        if self.critic is not None:
+            critic_metrics = run_optimizer_steps(
+                args,
+                local,
+                local_steps,
+                self.world_size,
+                critic_forward_loss(self.critic, args, self.agg_mode),
+                self.critic.parameters(),
+                self.critic_optimizer,
+                None,
+                self.agg_mode,
+            )
+            metrics |= {f"critic/{k}": v for k, v in critic_metrics.items()}
+        if not args.use_critic or rollout_id >= args.num_critic_only_steps:
+            metrics |= run_optimizer_steps(
+                args,
+                local,
+                local_steps,
+                self.world_size,
+                actor_forward_loss(self.model, self.loss_cfg, args),
+                self.model.parameters(),
+                self.optimizer,
+                self.scheduler,
+                self.agg_mode,
+            )
+        if "reward_kl" in metrics:
+            self.kl_ctl.update(metrics["reward_kl"], args.global_batch_size)
+        metrics["kl_coef"] = self.kl_ctl.value
+        metrics["lr"] = self.optimizer.param_groups[0]["lr"]
+        return metrics
+
+    # ----- weights and checkpoints -------------------------------------------------------
+    def export_weights(self, dest: Path) -> Path | None:
+        state = full_model_state(self.model)
+        if self.rank != 0:
+            return None
+        return write_hf_dir(self.model, state, Path(dest), self.args.hf_checkpoint)
+
+    def _barrier(self) -> None:
+        if dist.is_initialized() and dist.get_world_size() > 1:
+            dist.barrier()
+
+    def save(self, rollout_id: int) -> None:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+        args = self.args
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        model_state, optim_state = get_state_dict(self.model, self.optimizer, options=options)
+        critic_state = None
+        if self.critic is not None:
+            critic_state = get_state_dict(self.critic, self.critic_optimizer, options=options)
+        if self.rank == 0:
+            staging = ckpt.staging_dir(args.save, rollout_id)
+            write_hf_dir(self.model, model_state, staging / "model", args.hf_checkpoint)
+            if not args.no_save_optim:
+                torch.save(
+                    {"optimizer": optim_state, "scheduler": self.scheduler.state_dict()},
+                    staging / "optimizer.pt",
+                )
+            if critic_state is not None:
+                torch.save({"model": critic_state[0], "optimizer": critic_state[1]}, staging / "critic.pt")
+            ckpt.write_train_state(
+                staging / "train_state.json",
+                {"rollout_id": rollout_id, "kl_coef": self.kl_ctl.value, "world_size": self.world_size},
+            )
+            ckpt.commit(args.save, rollout_id, staging)
+            ckpt.prune(args.save, args.keep_checkpoints)
+            logger.info("saved checkpoint of rollout %d to %s", rollout_id, args.save)
+        self._barrier()
+
+    def load(self) -> int | None:
+        from safetensors.torch import load_file
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
+
+        args = self.args
+        if args.load is None:
+            return None
+        step = ckpt.latest_iteration(args.load)
+        if step is None:
+            return None
+        folder = ckpt.iteration_dir(args.load, step)
+        model_state: dict = {}
+        for shard in sorted((folder / "model").glob("*.safetensors")):
+            model_state |= load_file(str(shard))
+        if unwrap(self.model).config.tie_word_embeddings and "lm_head.weight" not in model_state:
+            model_state["lm_head.weight"] = model_state["model.embed_tokens.weight"]
+        options = StateDictOptions(full_state_dict=True, strict=True)
+        optim_file = folder / "optimizer.pt"
+        optim = torch.load(optim_file, weights_only=False) if optim_file.exists() else None
+        set_state_dict(
+            self.model,
+            self.optimizer,
+            model_state_dict=model_state,
+            optim_state_dict=optim["optimizer"] if optim else {},
+            options=options,
+        )
+        if optim:
+            self.scheduler.load_state_dict(optim["scheduler"])
+        critic_file = folder / "critic.pt"
+        if self.critic is not None and critic_file.exists():
+            critic = torch.load(critic_file, weights_only=False)
+            set_state_dict(
+                self.critic,
+                self.critic_optimizer,
+                model_state_dict=critic["model"],
+                optim_state_dict=critic["optimizer"],
+                options=options,
+            )
+        state = ckpt.read_train_state(folder / "train_state.json")
+        if "kl_coef" in state:
+            self.kl_ctl.value = state["kl_coef"]
+        logger.info("resumed from %s (rollout %d)", folder, step)
+        return step

@@ -1,0 +1,13 @@
+"""Fault tolerance of the rollout engines."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_fault_tolerance_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("fault tolerance")
+    g.add_argument("--use-fault-tolerance", action="store_true", default=False)
+    g.add_argument("--rollout-health-check-interval", type=float, default=5.0)
+    g.add_argument("--rollout-health-check-timeout", type=float, default=10.0)
+    g.add_argument("--rollout-health-check-first-wait", type=float, default=0.0)

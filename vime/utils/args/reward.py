@@ -1,0 +1,19 @@
+"""Reward model: which verifier, or a remote/custom reward."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("reward")
+    g.add_argument(
+        "--rm-type", type=str, default=None, help="Reward hub name: math, deepscaler, dapo, f1, gpqa, ..."
+    )
+    g.add_argument("--reward-key", type=str, default=None, help="Key of a dict reward used for training.")
+    g.add_argument("--eval-reward-key", type=str, default=None)
+    g.add_argument("--group-rm", action="store_true", default=False, help="Score a whole group at once.")
+    g.add_argument("--rm-url", type=str, default=None)
+    g.add_argument("--custom-rm-path", type=str, default=None)
+    g.add_argument("--custom-reward-post-process-path", type=str, default=None)
+    g.add_argument("--custom-convert-samples-to-train-data-path", type=str, default=None)

@@ -1,0 +1,63 @@
+"""Rollout: the model served, sampling, the rollout function and weight pushes."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("rollout")
+    g.add_argument(
+        "--hf-checkpoint", type=str, default=None, help="Hugging Face model dir served and trained."
+    )
+    g.add_argument(
+        "--model-name", type=str, default=None, help="Model family name (defaults from its config)."
+    )
+    g.add_argument(
+        "--rollout-function-path",
+        type=str,
+        default="vime.rollout.vllm_rollout.generate_rollout",
+        help="Dotted path of the rollout function.",
+    )
+    g.add_argument("--rollout-temperature", type=float, default=1.0)
+    g.add_argument("--rollout-top-p", type=float, default=1.0)
+    g.add_argument("--rollout-top-k", type=int, default=-1)
+    g.add_argument("--rollout-max-context-len", type=int, default=None)
+    g.add_argument("--rollout-max-prompt-len", type=int, default=None)
+    g.add_argument("--rollout-max-response-len", type=int, default=1024)
+    g.add_argument("--rollout-skip-special-tokens", action="store_true", default=False)
+    g.add_argument("--rollout-stop", type=str, nargs="+", default=None)
+    g.add_argument("--rollout-stop-token-ids", type=int, nargs="+", default=None)
+    g.add_argument("--rollout-shuffle", action="store_true", default=False)
+    g.add_argument("--rollout-seed", type=int, default=42)
+    g.add_argument("--over-sampling-batch-size", type=int, default=None)
+    g.add_argument("--dynamic-sampling-filter-path", type=str, default=None)
+    g.add_argument("--partial-rollout", action="store_true", default=False)
+    g.add_argument("--mask-offpolicy-in-partial-rollout", action="store_true", default=False)
+    g.add_argument("--custom-generate-function-path", type=str, default=None)
+    g.add_argument("--buffer-filter-path", type=str, default=None)
+    g.add_argument("--rollout-data-postprocess-path", type=str, default=None)
+    g.add_argument(
+        "--update-weights-interval",
+        type=int,
+        default=1,
+        help="Push weights to the engines every N training steps (train_async.py).",
+    )
+    g.add_argument(
+        "--update-weight-buffer-size", type=int, default=512 * 1024**2, help="Bytes per weight bucket."
+    )
+    g.add_argument(
+        "--update-weight-disk-dir",
+        type=str,
+        default=None,
+        help="vime: where weights are written for engines that reload from disk (the CPU path); "
+        "default: a directory under --save or a temporary one.",
+    )
+    g.add_argument("--keep-old-actor", action="store_true", default=False)
+    g.add_argument(
+        "--rollout-external-engine-addrs",
+        type=str,
+        nargs="*",
+        default=None,
+        help="host:port of engines started elsewhere.",
+    )

@@ -1,0 +1,37 @@
+"""The training-backend layer: which trainer, its optimizer and parallelism.
+
+Optimizer and batch flags keep Megatron's names (slime forwards them to Megatron), so a
+command line moves between ``--train-backend torch`` and ``megatron`` unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+TRAIN_BACKENDS = ("torch", "megatron")
+
+
+def add_train_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("training backend")
+    g.add_argument("--train-backend", choices=TRAIN_BACKENDS, default="torch", help="megatron needs a GPU.")
+    g.add_argument("--lr", type=float, default=1e-6)
+    g.add_argument("--min-lr", type=float, default=0.0)
+    g.add_argument("--lr-warmup-iters", type=int, default=0)
+    g.add_argument("--lr-decay-style", choices=["constant", "linear", "cosine"], default="constant")
+    g.add_argument("--weight-decay", type=float, default=0.0)
+    g.add_argument("--adam-beta1", type=float, default=0.9)
+    g.add_argument("--adam-beta2", type=float, default=0.999)
+    g.add_argument("--adam-eps", type=float, default=1e-8)
+    g.add_argument("--clip-grad", type=float, default=1.0)
+    g.add_argument("--seed", type=int, default=1234)
+    g.add_argument("--bf16", action="store_true", default=False)
+    g.add_argument(
+        "--distributed-backend", type=str, default=None, help="Unset: nccl with GPUs, gloo without."
+    )
+    g.add_argument(
+        "--torch-dist-strategy",
+        choices=["auto", "fsdp2", "ddp", "none"],
+        default="auto",
+        help="vime (torch backend): auto = none for one rank, FSDP2 where it works, else DDP.",
+    )
+    g.add_argument("--gradient-checkpointing", action="store_true", default=False)

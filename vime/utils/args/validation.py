@@ -1,0 +1,214 @@
+"""Fill derived arguments and reject bad combinations, each with one line naming the flag and the fix.
+
+Derived values are filled only where the user left ``None``: an explicit 0 is a choice,
+never a missing value (slime once turned ``--rollout-num-gpus 0`` into the default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+class ArgumentValidationError(ValueError):
+    """A bad command line; the message is one line that names the flag and the fix."""
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ArgumentValidationError(message)
+
+
+def has_gpu() -> bool:
+    """Whether this machine has a usable CUDA GPU (torch imported only when asked)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def check_backend_available(args: argparse.Namespace) -> None:
+    """Refuse the Megatron backend at once on a machine without a GPU."""
+    if (
+        getattr(args, "train_backend", "torch") == "megatron"
+        and not args.debug_rollout_only
+        and not has_gpu()
+    ):
+        raise ArgumentValidationError(
+            "--train-backend megatron needs an NVIDIA GPU and this machine has none: "
+            "use --train-backend torch on the CPU"
+        )
+
+
+def _fill_cluster(args: argparse.Namespace) -> None:
+    actor_ranks = args.actor_num_nodes * args.actor_num_gpus_per_node
+    if args.colocate:
+        args.offload_train = True if args.offload_train is None else args.offload_train
+        args.offload_rollout = True if args.offload_rollout is None else args.offload_rollout
+    if args.offload:
+        args.offload_train = True if args.offload_train is None else args.offload_train
+        args.offload_rollout = True if args.offload_rollout is None else args.offload_rollout
+    args.offload_train = bool(args.offload_train)
+    args.offload_rollout = bool(args.offload_rollout)
+    if args.rollout_num_gpus is None:
+        args.rollout_num_gpus = actor_ranks if (args.colocate and has_gpu()) else 0
+    _require(args.rollout_num_gpus >= 0, f"--rollout-num-gpus must be >= 0, got {args.rollout_num_gpus}")
+    _require(
+        args.rollout_num_gpus_per_engine >= 1,
+        f"--rollout-num-gpus-per-engine must be >= 1, got {args.rollout_num_gpus_per_engine}",
+    )
+    _require(
+        args.rollout_num_gpus % args.rollout_num_gpus_per_engine == 0,
+        f"--rollout-num-gpus {args.rollout_num_gpus} is not a multiple of --rollout-num-gpus-per-engine "
+        f"{args.rollout_num_gpus_per_engine}: make it one",
+    )
+    if args.rollout_num_engines is None:
+        if args.rollout_num_gpus > 0:
+            args.rollout_num_engines = args.rollout_num_gpus // args.rollout_num_gpus_per_engine
+        else:  # CPU engines need no GPU; a GPU machine with 0 rollout GPUs starts none (slime)
+            args.rollout_num_engines = 0 if (has_gpu() or args.rollout_external_engine_addrs) else 1
+    _require(
+        args.rollout_num_engines >= 0, f"--rollout-num-engines must be >= 0, got {args.rollout_num_engines}"
+    )
+    if args.rollout_num_gpus > 0:
+        _require(
+            args.rollout_num_engines * args.rollout_num_gpus_per_engine <= args.rollout_num_gpus,
+            f"--rollout-num-engines {args.rollout_num_engines} x {args.rollout_num_gpus_per_engine} GPUs each "
+            f"exceeds --rollout-num-gpus {args.rollout_num_gpus}: lower one of them",
+        )
+
+
+def _fill_batches(args: argparse.Namespace) -> None:
+    _require(
+        args.rollout_batch_size is not None, "--rollout-batch-size is required (prompts per step), e.g. 8"
+    )
+    for flag, value in (
+        ("--rollout-batch-size", args.rollout_batch_size),
+        ("--n-samples-per-prompt", args.n_samples_per_prompt),
+        ("--micro-batch-size", args.micro_batch_size),
+        ("--update-weights-interval", args.update_weights_interval),
+        ("--actor-num-nodes", args.actor_num_nodes),
+        ("--actor-num-gpus-per-node", args.actor_num_gpus_per_node),
+    ):
+        _require(value >= 1, f"{flag} must be >= 1, got {value}")
+    samples = args.rollout_batch_size * args.n_samples_per_prompt
+    if args.global_batch_size is None:
+        steps = args.num_steps_per_rollout or 1
+        _require(
+            samples % steps == 0,
+            f"--num-steps-per-rollout {steps} does not divide the {samples} samples of a rollout",
+        )
+        args.global_batch_size = samples // steps
+    _require(args.global_batch_size >= 1, f"--global-batch-size must be >= 1, got {args.global_batch_size}")
+    _require(
+        samples % args.global_batch_size == 0,
+        f"--global-batch-size {args.global_batch_size} does not divide the {samples} samples of a rollout "
+        f"(--rollout-batch-size x --n-samples-per-prompt)",
+    )
+    ranks = args.actor_num_nodes * args.actor_num_gpus_per_node
+    _require(
+        args.global_batch_size % ranks == 0,
+        f"--global-batch-size {args.global_batch_size} does not split over {ranks} training ranks: "
+        f"make it a multiple of {ranks}",
+    )
+    args.num_steps_per_rollout = samples // args.global_batch_size
+
+
+def _check_schedule(args: argparse.Namespace) -> None:
+    _require(
+        args.num_rollout is not None or args.num_epoch is not None,
+        "set --num-rollout (rollout steps) or --num-epoch (passes over --prompt-data)",
+    )
+    for flag, value in (
+        ("--num-rollout", args.num_rollout),
+        ("--save-interval", args.save_interval),
+        ("--eval-interval", args.eval_interval),
+        ("--num-epoch", args.num_epoch),
+    ):
+        if value is not None:
+            _require(value >= (0 if flag == "--num-rollout" else 1), f"{flag} must be positive, got {value}")
+    if args.start_rollout_id is not None:
+        _require(args.start_rollout_id >= 0, f"--start-rollout-id must be >= 0, got {args.start_rollout_id}")
+    if args.eval_prompt_data is not None:
+        _require(
+            len(args.eval_prompt_data) % 2 == 0,
+            "--eval-prompt-data takes pairs: NAME PATH [NAME PATH ...]",
+        )
+        if args.eval_interval is None:
+            args.eval_interval = args.save_interval
+
+
+def _check_algorithm(args: argparse.Namespace) -> None:
+    _require(args.eps_clip > 0, f"--eps-clip must be > 0, got {args.eps_clip}")
+    if args.eps_clip_high is None:
+        args.eps_clip_high = args.eps_clip
+    if args.eps_clip_c is not None:
+        _require(args.eps_clip_c > 1.0, f"--eps-clip-c must be > 1 (dual-clip PPO), got {args.eps_clip_c}")
+    if args.kl_ctl == "adaptive":
+        _require(
+            args.kl_target is not None and args.kl_horizon is not None,
+            "--kl-ctl adaptive needs --kl-target and --kl-horizon",
+        )
+    _require(
+        args.tis_clip > args.tis_clip_low,
+        f"--tis-clip {args.tis_clip} must exceed --tis-clip-low {args.tis_clip_low}",
+    )
+    args.use_critic = args.advantage_estimator == "ppo"
+    if args.critic_lr is None:
+        args.critic_lr = args.lr
+    _require(
+        args.n_samples_per_prompt > 1
+        or args.advantage_estimator not in ("grpo", "gspo", "cispo", "reinforce_plus_plus_baseline"),
+        f"--advantage-estimator {args.advantage_estimator} compares samples of one prompt: "
+        f"set --n-samples-per-prompt to 2 or more",
+    )
+
+
+def _check_modes(args: argparse.Namespace) -> None:
+    if args.load_debug_rollout_data is not None:
+        args.debug_train_only = True
+    _require(
+        not (args.debug_rollout_only and args.debug_train_only),
+        "--debug-rollout-only and --debug-train-only (or --load-debug-rollout-data) exclude each other: pick one",
+    )
+    if not args.debug_train_only:
+        _require(
+            args.hf_checkpoint is not None,
+            "--hf-checkpoint is required: the Hugging Face model dir the engines serve",
+        )
+    if args.hf_checkpoint is not None:
+        _require(
+            os.path.isdir(args.hf_checkpoint),
+            f"--hf-checkpoint {args.hf_checkpoint} is not a directory: give a Hugging Face model dir",
+        )
+    if args.load is not None and not os.path.isdir(args.load):
+        # a fresh run may name its own --save as --load (slime does): only then may it be missing
+        _require(
+            args.load == args.save,
+            f"--load {args.load} does not exist: fix the path or drop --load to start fresh",
+        )
+
+
+def validate_args(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill derived values and check everything; raises ``ArgumentValidationError`` (one line)."""
+    check_backend_available(args)
+    _check_modes(args)
+    _fill_cluster(args)
+    _fill_batches(args)
+    _check_schedule(args)
+    _check_algorithm(args)
+    if not args.debug_train_only:
+        _check_engine_layer(args)
+    return args
+
+
+def _check_engine_layer(args: argparse.Namespace) -> None:
+    """Run the ``--vllm-*`` / ``--router-*`` values through vLLM's and the router's own parsers."""
+    from vime.backends.vllm_utils.arguments import router_cli_args, vllm_server_cli_args
+
+    try:
+        vllm_server_cli_args(args, on_cpu=not has_gpu())
+        router_cli_args(args)
+    except ValueError as exc:
+        raise ArgumentValidationError(str(exc).splitlines()[0]) from exc

@@ -1,0 +1,32 @@
+"""Experiment tracking: W&B (offline without a key) and vime's JSONL metrics file."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_wandb_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("wandb")
+    g.add_argument("--use-wandb", action="store_true", default=False)
+    g.add_argument(
+        "--wandb-mode",
+        choices=["online", "offline", "disabled"],
+        default=None,
+        help="Unset: online with a key (WANDB_API_KEY or --wandb-key), offline otherwise; WANDB_MODE wins.",
+    )
+    g.add_argument("--wandb-dir", type=str, default=None)
+    g.add_argument("--wandb-key", type=str, default=None)
+    g.add_argument("--wandb-host", type=str, default=None)
+    g.add_argument("--wandb-team", type=str, default=None)
+    g.add_argument("--wandb-group", type=str, default=None)
+    g.add_argument("--wandb-project", type=str, default="vime")
+    g.add_argument("--wandb-run-id", type=str, default=None)
+    g.add_argument(
+        "--disable-wandb-random-suffix", action="store_false", dest="wandb_random_suffix", default=True
+    )
+    g.add_argument(
+        "--metrics-jsonl",
+        type=str,
+        default=None,
+        help="vime: append one JSON line of metrics per step here (default: <save>/metrics.jsonl when --save).",
+    )

@@ -1,0 +1,90 @@
+"""vime's command line in three layers: training backend, ``--vllm-*`` / ``--router-*``, vime's own.
+
+``parse_args`` builds one parser from the three layers (each a list of small group
+functions), applies a ``--preset`` as defaults (explicit flags still win), then
+``validate_args`` fills derived values and rejects bad combinations with a one-line
+error. Derived values never overwrite an explicit choice: ``--rollout-num-gpus 0`` stays 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from vime.utils.args import VIME_GROUPS, add_train_backend_arguments
+from vime.utils.args.validation import ArgumentValidationError, validate_args
+
+__all__ = ["ArgumentValidationError", "build_parser", "parse_args", "validate_args"]
+
+
+def _add_engine_layer(parser: argparse.ArgumentParser) -> None:
+    """``--vllm-*`` and ``--router-*``: generated from vLLM's and the router's own options (issue 5).
+
+    Added after vime's own groups: the engine layer skips any flag vime already defines.
+    """
+    from vime.backends.vllm_utils.arguments import (
+        add_router_arguments,
+        add_vllm_arguments,
+        add_vllm_engine_arguments,
+    )
+
+    add_vllm_arguments(parser)
+    add_router_arguments(parser)
+    add_vllm_engine_arguments(parser)
+
+
+def build_parser(add_custom_arguments: Callable[[argparse.ArgumentParser], None] | None = None):
+    """The full parser; ``add_custom_arguments`` lets a launcher add its own flags (as in slime)."""
+    parser = argparse.ArgumentParser(
+        prog="train.py",
+        description="vime: RL post-training with vLLM rollouts.",
+        allow_abbrev=False,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--preset", type=str, default=None, help="Start from a named set of defaults: tiny-cpu."
+    )
+    add_train_backend_arguments(parser)
+    for add_group in VIME_GROUPS:
+        add_group(parser)
+    _add_engine_layer(parser)
+    if add_custom_arguments is not None:
+        add_custom_arguments(parser)
+    return parser
+
+
+def _preset_name(argv: Sequence[str]) -> str | None:
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--preset", default=None)
+    known, _ = pre.parse_known_args(list(argv))
+    return known.preset
+
+
+def parse_args(
+    argv: Sequence[str] | None = None,
+    add_custom_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    validate: bool = True,
+) -> argparse.Namespace:
+    """Parse and validate; a bad value exits with status 2 and one line naming the flag and the fix."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(add_custom_arguments)
+    preset = _preset_name(argv)
+    if preset is not None:
+        from vime.presets import preset_defaults
+
+        try:
+            parser.set_defaults(**preset_defaults(preset))
+        except KeyError as exc:
+            parser.exit(2, f"error: {exc.args[0]}\n")
+    args = parser.parse_args(argv)
+    if preset is not None:
+        from vime.presets import prepare_preset
+
+        prepare_preset(preset, args)
+    if validate:
+        try:
+            validate_args(args)
+        except ArgumentValidationError as exc:
+            parser.exit(2, f"error: {exc}\n")
+    return args
