@@ -15,7 +15,7 @@ import pytest
 from vime.rollout.rm_hub import RewardInputError, async_rm, batched_async_rm, rule_based_reward
 from vime.utils.types import Sample
 
-PLUGIN = '''
+PLUGIN = """
 import asyncio
 
 async def length_rm(args, sample, **kwargs):
@@ -43,7 +43,7 @@ async def group_rank_rm(args, samples, **kwargs):
 
 async def short_group_rm(args, samples, **kwargs):
     return [1.0]
-'''
+"""
 
 
 @pytest.fixture
@@ -54,7 +54,13 @@ def plugin(tmp_path, monkeypatch) -> str:
 
 
 def make_args(**overrides) -> SimpleNamespace:
-    values = {"rm_type": "math", "custom_rm_path": None, "group_rm": False, "reward_key": None, "eval_reward_key": None}
+    values = {
+        "rm_type": "math",
+        "custom_rm_path": None,
+        "group_rm": False,
+        "reward_key": None,
+        "eval_reward_key": None,
+    }
     values.update(overrides)
     return SimpleNamespace(**values)
 
@@ -107,7 +113,10 @@ def test_per_sample_custom_rm_path_wins(plugin: str) -> None:
 @pytest.mark.parametrize(
     ("function", "message"),
     [
-        ("text_rm", r"custom RM my_rewards.text_rm returned str 'good' for sample 3: a reward must be a float"),
+        (
+            "text_rm",
+            r"custom RM my_rewards.text_rm returned str 'good' for sample 3: a reward must be a float",
+        ),
         ("nan_rm", r"returned nan for sample 3: a reward must be finite"),
         ("dict_rm", r"dict reward with keys \['acc', 'score'\] for sample 3: pass --reward-key"),
     ],
@@ -129,7 +138,9 @@ def test_missing_label_and_dict_label_without_ground_truth() -> None:
     with pytest.raises(RewardInputError, match=r"sample 5 has no label for rm_type 'math': set --label-key"):
         run(async_rm(make_args(), sample))
     sample.label = {"answer": "1"}
-    with pytest.raises(RewardInputError, match=r"sample 5 has a dict label without 'ground_truth' \(keys: \['answer'\]\)"):
+    with pytest.raises(
+        RewardInputError, match=r"sample 5 has a dict label without 'ground_truth' \(keys: \['answer'\]\)"
+    ):
         run(async_rm(make_args(), sample))
 
 

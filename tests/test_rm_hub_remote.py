@@ -132,7 +132,10 @@ def test_retries_exhausted_is_one_line_error() -> None:
 @pytest.mark.parametrize(
     ("route", "message"),
     [
-        ("html", r"answered sample 0 with non-JSON '<html>oops</html>': the service must answer a JSON number"),
+        (
+            "html",
+            r"answered sample 0 with non-JSON '<html>oops</html>': the service must answer a JSON number",
+        ),
         ("string", r"answered sample 0 with JSON str '\"great\"'"),
         ("missing", r"rejected sample 0 with HTTP 404 .*check --rm-url"),
     ],
@@ -140,7 +143,9 @@ def test_retries_exhausted_is_one_line_error() -> None:
 def test_malformed_answers_fail_at_once(route: str, message: str) -> None:
     async def body(server, base):
         with pytest.raises(RewardInputError, match=message):
-            await async_rm(make_args(f"{base}/{route}", rm_max_retries=5, rm_retry_backoff_s=10.0), Sample(index=0))
+            await async_rm(
+                make_args(f"{base}/{route}", rm_max_retries=5, rm_retry_backoff_s=10.0), Sample(index=0)
+            )
 
     with_server(body)  # a 10 s backoff would time the test out if these were retried
 

@@ -42,7 +42,11 @@ def test_dapo_scores_the_last_answer_line_plus_minus_one() -> None:
 
 @pytest.mark.parametrize(
     ("response", "label"),
-    [("answer: **1,000**", "1000"), (r"Answer: $\frac{3}{4}$", "0.75"), ("<think>Answer: 1</think>Answer: 2", "2")],
+    [
+        ("answer: **1,000**", "1000"),
+        (r"Answer: $\frac{3}{4}$", "0.75"),
+        ("<think>Answer: 1</think>Answer: 2", "2"),
+    ],
 )
 def test_dapo_normalizes_the_extracted_answer(response: str, label: str) -> None:
     assert dapo_reward(response, label)["acc"]

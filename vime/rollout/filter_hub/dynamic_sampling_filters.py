@@ -24,7 +24,7 @@ def _flatten(samples: list) -> list:
     return flat
 
 
-def _rewards(args: Any, samples: list) -> list[float]:
+def _rewards(args: Any, samples: list) -> list:
     rewards = []
     for sample in _flatten(samples):
         if sample.reward is None:
@@ -32,14 +32,14 @@ def _rewards(args: Any, samples: list) -> list[float]:
                 f"dynamic-sampling filter: sample {sample.index} has no reward yet; "
                 f"the filter must run after rewards are computed"
             )
-        rewards.append(float(sample.get_reward_value(args)))
+        rewards.append(sample.get_reward_value(args))
     return rewards
 
 
 def check_reward_nonzero_std(args: Any, samples: list, **kwargs: Any) -> DynamicFilterOutput:
     """Keep the group only if its rewards are not all the same."""
     rewards = _rewards(args, samples)
-    keep = len(rewards) > 1 and statistics.pstdev(rewards) > _MIN_STD
+    keep = len(rewards) > 1 and statistics.pstdev(float(r) for r in rewards) > _MIN_STD
     return DynamicFilterOutput(keep=keep, reason=None if keep else f"zero_std_{round(rewards[0], 1)}")
 
 
