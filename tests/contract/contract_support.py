@@ -118,7 +118,8 @@ def check_callable_as(fn: Any, path: str, hook: str, call: str, *args: Any, **kw
 
 
 def check_is_async(fn: Any, path: str, hook: str, call: str) -> None:
-    if not inspect.iscoroutinefunction(fn) and not inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+    call_method = type(fn).__call__ if not inspect.isfunction(fn) else None
+    if not inspect.iscoroutinefunction(fn) and not inspect.iscoroutinefunction(call_method):
         raise ContractViolation(
             f"{hook} {path} must be 'async def' (vime awaits {call}); it is a plain function"
         )
