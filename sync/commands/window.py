@@ -1,11 +1,64 @@
-"""`vime-sync window` — placeholder until its issue lands (replace this module whole)."""
+"""`vime-sync window`: 3-way merge an upstream PR window into vime on a new branch (porcelain over sync.window)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
+from rich.console import Console
 
 
 def register(app: typer.Typer) -> None:
     @app.command("window")
-    def _placeholder() -> None:
-        """Not built yet."""
-        typer.echo("vime-sync window: not built yet", err=True)
-        raise typer.Exit(2)
+    def window(
+        upstream: Annotated[Path, typer.Option("--upstream", help="Path to a slime clone (bare or not).")],
+        to_pr: Annotated[
+            int, typer.Option("--to", help="Last upstream PR of the window (its merge commit is the tip).")
+        ],
+        from_pr: Annotated[
+            int | None,
+            typer.Option(
+                "--from",
+                help="First PR of the window; the cutoff is the commit of PR #from-1 (default: the state file).",
+            ),
+        ] = None,
+        downstream: Annotated[
+            Path, typer.Option("--downstream", help="The vime repository (default: here).")
+        ] = Path("."),
+        cutoff: Annotated[
+            str | None, typer.Option("--cutoff", help="Cutoff commit instead of PR #from-1.")
+        ] = None,
+        worktree: Annotated[
+            Path | None,
+            typer.Option(
+                "--worktree",
+                help="Where to check out the sync branch (default: <downstream>/../<name>-sync-<from>-<to>).",
+            ),
+        ] = None,
+        upstream_ref: Annotated[
+            str,
+            typer.Option("--upstream-ref", help="Upstream branch whose first-parent history is merge order."),
+        ] = "HEAD",
+        per_pr: Annotated[
+            bool, typer.Option("--per-pr", help="One commit per upstream PR, in merge order (for bisecting).")
+        ] = False,
+    ) -> None:
+        """Translate and 3-way merge upstream PRs (cutoff, #to] into branch sync/slime-<from>-<to> in a separate worktree."""
+        from sync.rules import RuleTableError
+        from sync.window import SyncError, print_summary, run_window
+
+        console = Console()
+        try:
+            result = run_window(
+                upstream, downstream, to_pr, from_pr, cutoff, per_pr=per_pr, console=console,
+                worktree=worktree, upstream_ref=upstream_ref,
+            )  # fmt: skip
+        except (SyncError, RuleTableError) as exc:
+            typer.echo(f"vime-sync window: {exc}", err=True)
+            raise typer.Exit(1) from None
+        print_summary(result, console=console)
+        console.print(
+            f"Next: review {result.report_dir}/QUESTIONS.md (or open review.html), save decisions.json there, "
+            f"then run `vime-sync resolve --worktree {result.worktree}`."
+        )

@@ -1,0 +1,32 @@
+"""Everything a report needs about one window, gathered once by the pipeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sync.reports.questions import Question
+from sync.window.filemerge import FileOutcome
+from sync.window.history import Window
+
+
+@dataclass
+class ReportContext:
+    window: Window
+    branch: str
+    outcomes: list[FileOutcome]
+    questions: list[Question] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._prs_by_file = self.window.prs_by_file()
+
+    def prs_for(self, out: FileOutcome) -> list[int | str]:
+        """PRs (merge order) behind a file, following an upstream rename back to the old path."""
+        prs = list(self._prs_by_file.get(out.upstream_path, []))
+        if out.upstream_old:
+            prs += [p for p in self._prs_by_file.get(out.upstream_old, []) if p not in prs]
+        order = {(c.pr if c.pr is not None else c.sha[:8]): i for i, c in enumerate(self.window.commits)}
+        return sorted(set(prs), key=lambda p: order.get(p, 0))
+
+    @property
+    def name(self) -> str:
+        return f"slime-{self.window.from_pr}-{self.window.to_pr}"

@@ -1,0 +1,93 @@
+"""QUESTIONS.md and decisions.json: the review queue for people and for ``vime-sync resolve``.
+
+decisions.json schema (``vime-sync/decisions/v1``; documented in docs/sync.md)::
+
+    {"schema": "vime-sync/decisions/v1",
+     "window": {"name", "from", "to", "cutoff", "tip", "branch"},
+     "files": {"<vime path>": {"outcome", "upstream", "renamed_from", "prs", "marker_size"}},
+     "questions": [{"id": "Q1", "kind": "conflict|add_add|modify_delete|binary|unsupported|unmapped|parse_error",
+                    "file", "hunk", "lines": [start, end], "prs", "rules", "tier": "Decide|Confirm|Settled",
+                    "options", "default", "key", "summary", "marker_size", "sides": {"ours","base","theirs"},
+                    "alternative", "decision": null | option, "edit": null | text}]}
+
+A reviewer fills ``decision`` (and ``edit`` when the decision is ``edit``); resolve uses ``default``
+for Confirm questions left open and refuses while a Decide question has no decision.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sync.reports.context import ReportContext
+from sync.reports.markdown import fenced, pr_list
+from sync.reports.questions import Question, tier_counts
+
+SCHEMA = "vime-sync/decisions/v1"
+
+
+def decisions_doc(ctx: ReportContext) -> dict[str, Any]:
+    w = ctx.window
+    return {
+        "schema": SCHEMA,
+        "window": {
+            "name": ctx.name,
+            "from": w.from_pr,
+            "to": w.to_pr,
+            "cutoff": w.cutoff,
+            "tip": w.tip,
+            "branch": ctx.branch,
+        },
+        "files": {
+            o.path: {
+                "outcome": o.outcome,
+                "upstream": o.upstream_path,
+                "renamed_from": o.renamed_from,
+                "prs": ctx.prs_for(o),
+                "marker_size": o.marker_size,
+            }
+            for o in sorted(ctx.outcomes, key=lambda o: o.path)
+        },
+        "questions": [q.to_dict() for q in ctx.questions],
+    }
+
+
+def dump_json(doc: dict[str, Any]) -> bytes:
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _lines(q: Question) -> str:
+    if not q.lines:
+        return "whole file"
+    return f"line {q.lines[0]}" if q.lines[0] == q.lines[1] else f"lines {q.lines[0]}–{q.lines[1]}"
+
+
+def render_questions(ctx: ReportContext) -> str:
+    tiers = tier_counts(ctx.questions)
+    out = [
+        f"# Questions: window #{ctx.window.from_pr}..#{ctx.window.to_pr}",
+        "",
+        f"{len(ctx.questions)} questions: **{tiers['Decide']} Decide** (a human must choose), "
+        f"{tiers['Confirm']} Confirm (a default is proposed), {tiers['Settled']} Settled (recorded decision).",
+        "",
+        "Answer them in `review.html` (choose options, export decisions.json into this folder) or edit "
+        "`decisions.json` directly (set `decision`, and `edit` for edited text); then run `vime-sync resolve`.",
+        "Line numbers refer to the file as committed in commit 1 (with markers).",
+    ]
+    for q in ctx.questions:
+        default = q.decision if q.tier == "Settled" else q.default
+        out += [
+            "",
+            f"## {q.id} · {q.tier} · {q.kind} · `{q.file}` {_lines(q)}",
+            "",
+            f"- {q.summary}",
+            f"- PRs: {pr_list(q.prs)}",
+            f"- Rules: {', '.join(f'`{r}`' for r in q.rules) or '-'}",
+            f"- Options: {' / '.join(q.options)}; proposed: **{default or 'none (Decide)'}**",
+        ]
+        if q.alternative:
+            out.append(f"- Upstream's version is saved at `{q.alternative}` (in this folder)")
+        for side in ("ours", "base", "theirs"):
+            if side in q.sides:
+                out += ["", f"{side}:", "", *fenced(q.sides[side], max_lines=40)]
+    return "\n".join(out) + "\n"

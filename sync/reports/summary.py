@@ -1,0 +1,138 @@
+"""SUMMARY.md: the window's PRs with their disposition, every file with its outcome and PRs, and
+translation statistics (what was converted, what was left), as HIPIFY ends a run."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sync.reports.context import ReportContext
+from sync.reports.markdown import cell, pr_list, table
+from sync.reports.questions import tier_counts
+
+OUTCOME_ORDER = (
+    "theirs", "clean", "structural", "unchanged", "conflict", "add_add", "new", "deleted",
+    "modify_delete", "binary", "not_mirrored",
+)  # fmt: skip
+OUTCOME_MEANING = {
+    "theirs": "downstream untouched since the last sync: taken exactly as translated upstream",
+    "clean": "both sides changed, merged line by line without conflict",
+    "structural": "line conflict settled per top-level definition (libcst), result parses",
+    "unchanged": "no effect downstream (translation identical, or already absent)",
+    "conflict": "diff3 conflict markers left in the file (questions)",
+    "add_add": "added on both sides with different content (markers, questions)",
+    "new": "new to the downstream",
+    "deleted": "deleted upstream, untouched downstream: deleted",
+    "modify_delete": "deleted on one side, changed on the other (question; downstream state kept)",
+    "binary": "binary changed on both sides (question; ours kept)",
+    "not_mirrored": "the rules do not mirror this upstream path: listed, not merged",
+}
+
+
+def outcome_counts(ctx: ReportContext) -> dict[str, int]:
+    counts = Counter(o.outcome for o in ctx.outcomes)
+    result = {k: counts.get(k, 0) for k in OUTCOME_ORDER}
+    result["renamed"] = sum(1 for o in ctx.outcomes if o.renamed_from)
+    return result
+
+
+def render_summary(ctx: ReportContext) -> str:
+    w = ctx.window
+    counts = outcome_counts(ctx)
+    tiers = tier_counts(ctx.questions)
+    lines = [
+        f"# slime → vime sync: window #{w.from_pr}..#{w.to_pr}",
+        "",
+        f"- Upstream cutoff `{w.cutoff[:10]}` → tip `{w.tip[:10]}` (PR #{w.to_pr}); "
+        f"{len(w.commits)} first-parent commits, {len(w.prs)} merged PRs, {len(w.direct_pushes)} direct pushes.",
+        f"- Branch `{ctx.branch}`; commit 1 keeps diff3 conflict markers as the review queue.",
+        f"- Review queue: **{tiers['Decide']} Decide**, {tiers['Confirm']} Confirm, {tiers['Settled']} Settled "
+        "(see QUESTIONS.md or open review.html), then run `vime-sync resolve`.",
+        "",
+        "## Outcomes",
+        "",
+        *table(
+            ["outcome", "files", "meaning"],
+            [[k, counts[k], OUTCOME_MEANING[k]] for k in OUTCOME_ORDER]
+            + [["renamed", counts["renamed"], "followed an upstream rename (downstream edits moved along)"]],
+        ),
+        f"\nStructure-aware pass: settled {sum(o.structural_hunks for o in ctx.outcomes)} conflict hunks in "
+        f"{counts['structural']} files.",
+        "",
+        "## Pull requests in merge order",
+        "",
+    ]
+    rows = []
+    for c in w.commits:
+        if c.pr is None:
+            disp = "direct push (no PR number)"
+        elif c.pr < w.from_pr:
+            disp = "in window (numbered below the range)"
+        elif c.pr > w.to_pr:
+            disp = "in window (numbered above the range)"
+        else:
+            disp = "in window"
+        rows.append([f"#{c.pr}" if c.pr else c.sha[:8], c.title, c.author, c.date, len(c.files), disp])
+    lines += table(["PR", "title", "author", "date", "files", "disposition"], rows)
+    lines += ["", "### Numbered inside the range but merged later (not in this window)", ""]
+    if w.late:
+        lines += [f"- #{c.pr} {cell(c.title)} (merged {c.date}, {c.sha[:8]})" for c in w.late]
+    else:
+        lines.append("- none")
+    lines += ["", "## Files", ""]
+    file_rows = []
+    for o in sorted(ctx.outcomes, key=lambda o: o.path):
+        up = o.upstream_path if o.upstream_path == o.path else o.upstream_path
+        note = o.note
+        if o.renamed_from:
+            note = f"renamed from `{o.renamed_from}`" + (f"; {note}" if note else "")
+        if o.conflicts:
+            note = f"{o.conflicts} conflict hunk(s)" + (f"; {note}" if note else "")
+        file_rows.append([f"`{o.path}`", f"`{up}`", o.outcome, pr_list(ctx.prs_for(o)), note])
+    lines += table(["file (vime)", "upstream", "outcome", "PRs", "note"], file_rows)
+    lines += ["", *render_translation_stats(ctx)]
+    return "\n".join(lines) + "\n"
+
+
+def render_translation_stats(ctx: ReportContext) -> list[str]:
+    kinds: Counter[str] = Counter()
+    applied: Counter[str] = Counter()
+    unsupported: Counter[str] = Counter()
+    unmapped: list[tuple[str, int, str]] = []
+    parse_errors: list[tuple[str, str]] = []
+    for o in ctx.outcomes:
+        t = o.theirs
+        if t is None:
+            continue
+        kinds[t.kind] += 1
+        applied.update(rid for rid, _ in t.applied)
+        unsupported.update(rid for rid, _, _ in t.unsupported)
+        unmapped += [(o.path, line, snip) for _, line, snip in t.unmapped]
+        if t.parse_error:
+            parse_errors.append((o.path, t.parse_error))
+    lines = [
+        "## Translation statistics (upstream tip side)",
+        "",
+        "Files translated by kind: "
+        + (", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none")
+        + ".",
+        f"Rule applications: {sum(applied.values())} ({len(applied)} distinct rules); "
+        f"`unsupported` hits: {sum(unsupported.values())}; unmapped references: {len(unmapped)}; "
+        f"files that failed to parse: {len(parse_errors)}.",
+        "",
+    ]
+    if applied:
+        lines += table(
+            ["rule", "applications"],
+            [[f"`{r}`", n] for r, n in sorted(applied.items(), key=lambda x: (-x[1], x[0]))],
+        )
+        lines.append("")
+    if unsupported:
+        lines += ["### `unsupported` rule hits", ""]
+        lines += table(["rule", "hits"], [[f"`{r}`", n] for r, n in sorted(unsupported.items())])
+        lines.append("")
+    lines += ["### Unmapped references", ""]
+    lines += [f"- `{p}`:{line} `{cell(s.strip())}`" for p, line, s in unmapped] or ["- none"]
+    if parse_errors:
+        lines += ["", "### Upstream files that failed to parse (left untranslated)", ""]
+        lines += [f"- `{p}`: {cell(err)}" for p, err in parse_errors]
+    return lines

@@ -1,0 +1,141 @@
+"""Thin, deterministic wrappers over git plumbing: every stage of a sync talks to git through here.
+
+Why plumbing and not a Python git library: the same commands a reviewer would type, no extra
+dependency, and ``cat-file --batch`` keeps blob reads to one process per repository.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+FIXED_IDENTITY = {
+    "GIT_AUTHOR_NAME": "vime-sync",
+    "GIT_AUTHOR_EMAIL": "vime-sync@localhost",
+    "GIT_COMMITTER_NAME": "vime-sync",
+    "GIT_COMMITTER_EMAIL": "vime-sync@localhost",
+}
+
+
+class GitError(RuntimeError):
+    """A git command failed; the message is one line naming the command and git's complaint."""
+
+
+def git(repo: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> bytes:
+    """Run ``git -C repo args`` and return stdout as bytes; raise GitError with git's first error line."""
+    full_env = None
+    if env:
+        full_env = {**os.environ, **env}
+    proc = subprocess.run(
+        ["git", "-C", str(repo), *args], input=input, capture_output=True, env=full_env, check=False
+    )
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        first = err[0] if err else f"exit status {proc.returncode}"
+        raise GitError(f"git {' '.join(args[:3])}: {first}")
+    return proc.stdout
+
+
+def git_text(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run git and return stdout decoded as UTF-8 without the trailing newline."""
+    return git(repo, *args, env=env).decode("utf-8", "replace").rstrip("\n")
+
+
+def is_git_repo(path: Path) -> bool:
+    """True when ``path`` is inside a git repository (bare or not)."""
+    if not path.exists():
+        return False
+    proc = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, check=False
+    )
+    return proc.returncode == 0
+
+
+def rev_parse(repo: Path, rev: str) -> str | None:
+    """Full commit id of ``rev``, or None when it does not name a commit."""
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+        capture_output=True,
+        check=False,
+    )
+    return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+
+def ls_tree(repo: Path, commit: str) -> dict[str, tuple[str, str]]:
+    """Map every file path in ``commit`` to (mode, blob id)."""
+    out = git(repo, "ls-tree", "-r", "-z", "--full-tree", commit)
+    entries: dict[str, tuple[str, str]] = {}
+    for rec in out.split(b"\0"):
+        if not rec:
+            continue
+        meta, path = rec.split(b"\t", 1)
+        mode, kind, oid = meta.decode().split()
+        if kind == "blob":
+            entries[path.decode("utf-8", "surrogateescape")] = (mode, oid)
+    return entries
+
+
+class BlobReader:
+    """Reads many blobs through one ``git cat-file --batch`` process (fast for hundreds of files)."""
+
+    def __init__(self, repo: Path) -> None:
+        self._proc = subprocess.Popen(
+            ["git", "-C", str(repo), "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+
+    def read(self, oid: str) -> bytes:
+        """Content of blob ``oid``."""
+        assert self._proc.stdin and self._proc.stdout
+        self._proc.stdin.write(oid.encode() + b"\n")
+        self._proc.stdin.flush()
+        header = self._proc.stdout.readline().split()
+        if len(header) < 3:
+            raise GitError(f"git cat-file: blob {oid} is missing")
+        size = int(header[2])
+        data = self._proc.stdout.read(size)
+        self._proc.stdout.read(1)
+        return data
+
+    def close(self) -> None:
+        if self._proc.stdin:
+            self._proc.stdin.close()
+        self._proc.wait()
+
+    def __enter__(self) -> BlobReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def dirty_paths(repo: Path) -> set[str]:
+    """Paths with uncommitted changes (staged, unstaged or untracked) in a work tree."""
+    out = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+    paths: set[str] = set()
+    records = out.split(b"\0")
+    i = 0
+    while i < len(records):
+        rec = records[i]
+        i += 1
+        if len(rec) < 4:
+            continue
+        status, path = rec[:2].decode(), rec[3:].decode("utf-8", "surrogateescape")
+        paths.add(path)
+        if status[0] in "RC":  # renames carry the old path as the next record
+            paths.add(records[i].decode("utf-8", "surrogateescape"))
+            i += 1
+    return paths
+
+
+def deleted_paths_in_history(repo: Path, rev: str) -> set[str]:
+    """Every path ever deleted in the history of ``rev``: tells 'the downstream removed it' from 'never had it'."""
+    out = git(repo, "log", "--format=", "--name-only", "--diff-filter=D", "-z", rev)
+    return {p.decode("utf-8", "surrogateescape").strip("\n") for p in out.split(b"\0") if p.strip(b"\n")}
+
+
+def commit_date(repo: Path, commit: str) -> str:
+    """Committer date of ``commit`` in git's raw format (used to date sync commits deterministically)."""
+    return git_text(repo, "show", "-s", "--format=%cd", "--date=raw", commit)

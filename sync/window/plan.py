@@ -1,0 +1,93 @@
+"""Turn the window's upstream changes into per-file outcomes: path mapping, sides, and which merge applies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sync.window.changes import UpstreamChange
+from sync.window.filemerge import (
+    FileOutcome,
+    merge_added,
+    merge_contents,
+    merge_deleted,
+    merge_downstream_deleted,
+)
+from sync.window.translation import Translated
+
+SPECIAL_MODES = {"120000": "symlink", "160000": "submodule"}
+
+
+@dataclass
+class Downstream:
+    """The downstream side of a merge: its tree at the sync's start and paths its history deleted."""
+
+    tree: dict[str, tuple[str, str]]
+    read: Callable[[str], bytes]
+    deleted_in_history: set[str]
+
+    def content(self, path: str) -> bytes | None:
+        entry = self.tree.get(path)
+        return self.read(entry[1]) if entry else None
+
+    def mode(self, path: str, default: str) -> str:
+        entry = self.tree.get(path)
+        return entry[0] if entry else default
+
+
+def merge_labels(cutoff: str, tip: str) -> tuple[str, str, str]:
+    """Marker labels: short, fixed, no absolute paths (reports and trees stay byte-identical between runs)."""
+    return ("ours (vime)", f"base (slime {cutoff[:8]}, translated)", f"theirs (slime {tip[:8]}, translated)")
+
+
+def plan_change(
+    change: UpstreamChange,
+    rules: Any,
+    translate: Callable[[str, str], Translated],
+    down: Downstream,
+    labels: tuple[str, str, str],
+) -> FileOutcome:
+    """The outcome of one upstream change on the downstream."""
+    special = SPECIAL_MODES.get(change.new_mode) or SPECIAL_MODES.get(change.old_mode)
+    old_dst = rules.map_path(change.old_path) if change.old_path else None
+    new_dst = rules.map_path(change.new_path) if change.new_path else None
+    if special or (old_dst is None and new_dst is None):
+        why = f"{special}: not mirrored" if special else "the rules do not mirror this path"
+        return FileOutcome(change.path, change.path, "not_mirrored", note=why)
+    base = translate(change.old_path, change.base_oid) if old_dst and change.base_oid else None
+    theirs = translate(change.new_path, change.theirs_oid) if new_dst and change.theirs_oid else None
+
+    if new_dst is None:  # deleted upstream (or moved out of the mirror)
+        assert old_dst is not None and base is not None
+        return merge_deleted(old_dst, change.old_path or "", down.content(old_dst), base)
+
+    assert theirs is not None and change.new_path is not None
+    if old_dst is None or base is None:  # added upstream (or moved into the mirror)
+        out = merge_added(new_dst, change.new_path, down.content(new_dst), theirs, labels)
+        out.mode = change.new_mode if out.outcome == "new" else down.mode(new_dst, change.new_mode)
+        return out
+
+    # modified, possibly renamed: ours is the downstream file at the old path (or already at the new one)
+    source = old_dst
+    if old_dst != new_dst and old_dst not in down.tree and new_dst in down.tree:
+        source = new_dst
+    ours = down.content(source)
+    if ours is None:
+        if source in down.deleted_in_history:
+            return merge_downstream_deleted(new_dst, change.new_path, base, theirs)
+        out = FileOutcome(
+            new_dst, change.new_path, "new", data=theirs.data, mode=change.new_mode, theirs=theirs
+        )
+        out.note = "changed upstream, never mirrored downstream"
+        return out
+    out = merge_contents(new_dst, change.new_path, ours, base, theirs, labels)
+    out.mode = down.mode(source, change.new_mode)
+    if change.old_path != change.new_path:
+        out.upstream_old = change.old_path
+    if source != new_dst:
+        out.renamed_from = source
+        out.remove.append(source)
+        if out.outcome == "modify_delete":
+            out.remove.clear()
+    return out

@@ -1,0 +1,56 @@
+"""The record of the last sync, kept in the downstream repository so the next window needs only ``--to``.
+
+Like Copybara's baseline: the next run reads its base from here. Written on the sync branch by
+commit 1, so it reaches main when the sync branch merges.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from sync.window.gitio import GitError, git
+
+STATE_DIR = ".vime-sync"
+STATE_PATH = f"{STATE_DIR}/state.toml"
+
+
+@dataclass(frozen=True)
+class SyncState:
+    """Where the downstream stands relative to upstream after the last sync."""
+
+    cutoff: str
+    last_pr: int
+    rules_hash: str
+    from_pr: int | None = None
+
+    def to_toml(self) -> str:
+        lines = [
+            "# Written by vime-sync window: the upstream commit the downstream is in step with.",
+            "# The next `vime-sync window --to N` starts after this cutoff.",
+            "[last_sync]",
+            f'cutoff = "{self.cutoff}"',
+            f"last_pr = {self.last_pr}",
+            f'rules_hash = "{self.rules_hash}"',
+        ]
+        if self.from_pr is not None:
+            lines.append(f"from_pr = {self.from_pr}")
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_toml(cls, text: str) -> SyncState:
+        data = tomllib.loads(text)["last_sync"]
+        return cls(str(data["cutoff"]), int(data["last_pr"]), str(data["rules_hash"]), data.get("from_pr"))
+
+
+def read_state(downstream: Path, rev: str = "HEAD") -> SyncState | None:
+    """The state committed at ``rev`` of the downstream, or None before the first sync."""
+    try:
+        text = git(downstream, "show", f"{rev}:{STATE_PATH}").decode()
+    except GitError:
+        return None
+    try:
+        return SyncState.from_toml(text)
+    except (tomllib.TOMLDecodeError, KeyError, ValueError) as exc:
+        raise ValueError(f"{STATE_PATH} is unreadable ({exc}); fix or delete it and pass --from") from exc

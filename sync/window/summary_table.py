@@ -1,0 +1,44 @@
+"""The final summary table every window run ends with (as a codemod ends with transformed/skipped/failed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from sync.reports.questions import tier_counts
+
+
+def print_summary(result: Any, console: Console | None = None) -> None:
+    """Print counts by outcome, the question tiers, and where the branch, worktree and reports are."""
+    console = console or Console()
+    w = result.window
+    table = Table(
+        title=f"vime-sync window #{w.from_pr}..#{w.to_pr}: {len(w.prs)} PRs, {len(result.outcomes)} files"
+    )
+    table.add_column("outcome")
+    table.add_column("files", justify="right")
+    labels = [
+        ("clean", "clean merges (incl. taken as theirs)"),
+        ("structural", "  of which settled per definition"),
+        ("conflict", "files with conflict markers"),
+        ("new", "new to vime"),
+        ("deleted", "deleted"),
+        ("renamed", "renamed"),
+        ("modify_delete", "modify/delete questions"),
+        ("binary", "binary questions"),
+        ("not_mirrored", "not mirrored (listed only)"),
+    ]
+    for key, label in labels:
+        table.add_row(label, str(result.counts.get(key, 0)))
+    tiers = tier_counts(result.questions)
+    table.add_section()
+    for tier in ("Decide", "Confirm", "Settled"):
+        table.add_row(f"questions: {tier}", str(tiers[tier]))
+    console.print(table)
+    console.print(f"branch [bold]{result.branch}[/bold], worktree {result.worktree}")
+    console.print(f"reports in {result.report_dir} (SUMMARY.md, QUESTIONS.md, decisions.json, review.html)")
+    console.print(
+        f"translations: {result.cache_hits} from cache, {result.cache_misses} translated; {result.seconds:.1f} s"
+    )

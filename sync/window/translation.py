@@ -1,0 +1,140 @@
+"""Translate upstream blobs through the translator, cached by (blob id, path, translator+rules fingerprint).
+
+Why a cache: libcst translation dominates a window's cost; the base side of every window is the
+tip side of the previous one, and a re-run of the same window should cost almost nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TranslateFn = Callable[[str, bytes, Any], Any]
+
+
+@dataclass(frozen=True)
+class Translated:
+    """What the merge needs from a FileTranslation, in a form that serialises to the cache."""
+
+    src_path: str
+    dst_path: str | None
+    data: bytes
+    kind: str
+    applied: tuple[tuple[str, int], ...] = ()
+    unsupported: tuple[tuple[str, int, str], ...] = ()
+    unmapped: tuple[tuple[str, int, str], ...] = ()
+    parse_error: str | None = None
+
+    @classmethod
+    def from_file_translation(cls, ft: Any) -> Translated:
+        return cls(
+            src_path=ft.src_path,
+            dst_path=ft.dst_path,
+            data=bytes(ft.data),
+            kind=ft.kind,
+            applied=tuple((str(a.rule_id), int(a.line)) for a in ft.applied),
+            unsupported=tuple((str(h.rule_id), int(h.line), str(h.snippet)) for h in ft.unsupported),
+            unmapped=tuple((str(r.path), int(r.line), str(r.snippet)) for r in ft.unmapped),
+            parse_error=ft.parse_error,
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "src_path": self.src_path,
+                "dst_path": self.dst_path,
+                "data": base64.b64encode(self.data).decode(),
+                "kind": self.kind,
+                "applied": self.applied,
+                "unsupported": self.unsupported,
+                "unmapped": self.unmapped,
+                "parse_error": self.parse_error,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Translated:
+        d = json.loads(text)
+        return cls(
+            d["src_path"],
+            d["dst_path"],
+            base64.b64decode(d["data"]),
+            d["kind"],
+            tuple(tuple(a) for a in d["applied"]),  # type: ignore[misc]
+            tuple(tuple(h) for h in d["unsupported"]),  # type: ignore[misc]
+            tuple(tuple(r) for r in d["unmapped"]),  # type: ignore[misc]
+            d["parse_error"],
+        )
+
+
+def translator_fingerprint(rules_hash: str, translate_fn: TranslateFn) -> str:
+    """Hash of the rules plus the translator's own source, so a code change invalidates the cache too."""
+    h = hashlib.sha256(rules_hash.encode())
+    module = getattr(translate_fn, "__module__", "") or ""
+    h.update(module.encode() + b":" + getattr(translate_fn, "__qualname__", "").encode())
+    sync_root = Path(__file__).resolve().parents[1]
+    for src in sorted(sync_root.rglob("*.py")):
+        rel = src.relative_to(sync_root).as_posix()
+        if rel.startswith(("window/", "reports/", "commands/")):
+            continue
+        h.update(rel.encode())
+        h.update(src.read_bytes())
+    return h.hexdigest()[:32]
+
+
+class TranslationCache:
+    """On-disk cache under the downstream's ``.git/vime-sync-cache/<fingerprint>/`` (never committed)."""
+
+    def __init__(self, root: Path | None, fingerprint: str) -> None:
+        self.dir = root / fingerprint if root is not None else None
+        self.hits = 0
+        self.misses = 0
+
+    def _file(self, path: str, oid: str) -> Path:
+        assert self.dir is not None
+        key = hashlib.sha256(f"{oid}\0{path}".encode("utf-8", "surrogateescape")).hexdigest()
+        return self.dir / key[:2] / key[2:]
+
+    def get(self, path: str, oid: str) -> Translated | None:
+        if self.dir is None:
+            return None
+        f = self._file(path, oid)
+        if not f.exists():
+            return None
+        try:
+            return Translated.from_json(f.read_text())
+        except (ValueError, KeyError, OSError):
+            return None
+
+    def put(self, path: str, oid: str, value: Translated) -> None:
+        if self.dir is None:
+            return
+        f = self._file(path, oid)
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_suffix(".tmp")
+        tmp.write_text(value.to_json())
+        tmp.replace(f)
+
+
+def translate_one(
+    path: str,
+    oid: str,
+    read_blob: Callable[[str], bytes],
+    translate_fn: TranslateFn,
+    rules: Any,
+    cache: TranslationCache,
+) -> Translated:
+    """Translation of upstream blob ``oid`` at ``path``, from the cache when present."""
+    cached = cache.get(path, oid)
+    if cached is not None:
+        cache.hits += 1
+        return cached
+    cache.misses += 1
+    result = Translated.from_file_translation(translate_fn(path, read_blob(oid), rules))
+    cache.put(path, oid, result)
+    return result
