@@ -1,0 +1,205 @@
+"""The SGLang→vLLM rule tables: loading, lookup and the stable hash that keys translation caches.
+
+The tables are data (``translations/*.toml``, one file per kind of rule, as HIPIFY keeps one table
+per API family); this module only parses them into :class:`Rule` objects and answers lookups.
+Validation beyond the schema (shadowing, vLLM import checks) lives in ``sync.translator.check``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DIRECTORY = Path(__file__).resolve().parent.parent / "translations"
+
+KINDS = ("module", "name", "kwarg", "string", "shape", "path", "text", "not_mirrored", "reference")
+STATUSES = ("full", "partial", "unsupported", "keep")
+STRING_ROLES = ("endpoint", "flag", "field", "env", "word")
+BASE_KEYS = {"id", "from", "to", "status", "note"}
+
+
+class RuleTableError(ValueError):
+    """A table that cannot be loaded; the message names the file and the rule."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of a table. ``from_`` is the TOML key ``from``; kind-specific keys sit in ``extra``."""
+
+    id: str
+    kind: str
+    from_: str
+    to: str
+    status: str
+    note: str
+    source: str = ""  # the table file it came from (for error messages)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Glob patterns restricting where the rule applies (empty: everywhere)."""
+        return tuple(self.extra.get("files", ()))
+
+    @property
+    def role(self) -> str:
+        return str(self.extra.get("role", ""))
+
+    @property
+    def leaves_code(self) -> bool:
+        """``unsupported`` and ``keep`` rules leave the upstream code as it is (and cover it)."""
+        return self.status in ("unsupported", "keep")
+
+    def applies_to(self, path: str) -> bool:
+        return not self.files or any(fnmatch.fnmatchcase(path, pattern) for pattern in self.files)
+
+
+def _segment_regex(fragment: str) -> re.Pattern[str]:
+    """Match ``fragment`` only at path-segment boundaries (``/`` or the ends)."""
+    return re.compile(r"(?:(?<=/)|^)" + re.escape(fragment) + r"(?=/|$)")
+
+
+@dataclass
+class RuleSet:
+    """All rules of all tables, with the lookups the translator needs."""
+
+    rules: list[Rule]
+    hash: str
+    directory: Path | None = None
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # per kind: a table's other keys
+
+    def __post_init__(self) -> None:
+        self._by_id = {rule.id: rule for rule in self.rules}
+
+    def rule(self, rule_id: str) -> Rule:
+        try:
+            return self._by_id[rule_id]
+        except KeyError:
+            raise KeyError(f"no rule with id {rule_id!r} in the tables ({self.directory})") from None
+
+    def of_kind(self, kind: str) -> list[Rule]:
+        return [rule for rule in self.rules if rule.kind == kind]
+
+    @cached_property
+    def _not_mirrored(self) -> list[Rule]:
+        return self.of_kind("not_mirrored")
+
+    @cached_property
+    def _path_rules(self) -> list[tuple[Rule, re.Pattern[str]]]:
+        # Longer fragments first, so ``sglang_utils/sglang_engine.py`` wins over ``sglang_utils``.
+        ordered = sorted(self.of_kind("path"), key=lambda r: (-len(r.from_), r.id))
+        return [(rule, _segment_regex(rule.from_)) for rule in ordered]
+
+    def not_mirrored_rule(self, upstream_path: str) -> Rule | None:
+        for rule in self._not_mirrored:
+            if fnmatch.fnmatchcase(upstream_path, rule.from_):
+                return rule
+        return None
+
+    def map_path(self, upstream_path: str) -> str | None:
+        """The downstream path of an upstream file, or None when the file is not mirrored."""
+        return self.map_path_with_rules(upstream_path)[0]
+
+    def map_path_with_rules(self, upstream_path: str) -> tuple[str | None, list[Rule]]:
+        if self.not_mirrored_rule(upstream_path) is not None:
+            return None, []
+        path, applied = upstream_path, []
+        for rule, regex in self._path_rules:
+            if rule.leaves_code:
+                continue
+            new = regex.sub(rule.to, path)
+            if new != path:
+                applied.append(rule)
+                path = new
+        return path, applied
+
+    # --- module rules -------------------------------------------------------------------------
+    @cached_property
+    def _modules(self) -> dict[str, Rule]:
+        return {rule.from_: rule for rule in self.of_kind("module")}
+
+    def module_rule(self, dotted: str) -> Rule | None:
+        """The rule for a dotted name: an exact entry, else the longest module prefix."""
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            rule = self._modules.get(".".join(parts[:cut]))
+            if rule is not None:
+                return rule
+        return None
+
+    def map_dotted(self, dotted: str) -> tuple[str | None, Rule | None]:
+        """Translate a dotted name; ``(None, rule)`` when the rule leaves the code, ``(None, None)`` if no rule."""
+        rule = self.module_rule(dotted)
+        if rule is None:
+            return None, None
+        if rule.leaves_code:
+            return None, rule
+        return rule.to + dotted[len(rule.from_) :], rule
+
+
+def _rule_from_row(row: dict[str, Any], kind: str, source: str) -> Rule:
+    missing = [key for key in ("id", "from", "status", "note") if key not in row]
+    if missing:
+        raise RuleTableError(f"{source}: rule {row.get('id', '?')!r} lacks {', '.join(missing)}")
+    status = row["status"]
+    if status not in STATUSES:
+        raise RuleTableError(
+            f"{source}: rule {row['id']!r} has status {status!r}; use one of {', '.join(STATUSES)}"
+        )
+    to = row.get("to", "")
+    if status in ("full", "partial") and kind not in ("not_mirrored", "reference") and to == "":
+        raise RuleTableError(f"{source}: rule {row['id']!r} is {status} but has no 'to'")
+    extra = {key: value for key, value in row.items() if key not in BASE_KEYS}
+    return Rule(
+        id=str(row["id"]),
+        kind=kind,
+        from_=str(row["from"]),
+        to=str(to),
+        status=status,
+        note=str(row["note"]),
+        source=source,
+        extra=extra,
+    )
+
+
+def read_table(path: Path) -> tuple[str, list[Rule], dict[str, Any]]:
+    """Parse one table file: its ``kind``, its rules and its settings (schema errors raise RuleTableError)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise RuleTableError(f"{path.name}: not valid TOML ({error}); fix the syntax") from None
+    kind = data.get("kind")
+    if kind not in KINDS:
+        raise RuleTableError(f"{path.name}: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+    rows = data.get("rule", [])
+    settings = {key: value for key, value in data.items() if key not in ("kind", "rule")}
+    return kind, [_rule_from_row(row, kind, path.name) for row in rows], settings
+
+
+def load_rules(directory: Path | None = None) -> RuleSet:
+    """Load every ``*.toml`` table under ``directory`` (default: the repository's ``translations/``)."""
+    directory = Path(directory) if directory is not None else DEFAULT_DIRECTORY
+    files = sorted(directory.glob("*.toml"))
+    if not files:
+        raise RuleTableError(f"{directory}: no *.toml rule tables found; pass the translations directory")
+    digest = hashlib.sha256()
+    rules: list[Rule] = []
+    settings: dict[str, dict[str, Any]] = {}
+    seen: dict[str, str] = {}
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        kind, table_rules, table_settings = read_table(path)
+        settings.setdefault(kind, {}).update(table_settings)
+        for rule in table_rules:
+            if rule.id in seen:
+                raise RuleTableError(
+                    f"{path.name}: duplicate rule id {rule.id!r} (also in {seen[rule.id]}); rename one"
+                )
+            seen[rule.id] = path.name
+            rules.append(rule)
+    return RuleSet(rules=rules, hash=digest.hexdigest(), directory=directory, settings=settings)

@@ -1,0 +1,101 @@
+"""Plain data returned by the translator (data in, data out: no I/O here)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+FileKind = Literal["python", "text", "binary", "not_mirrored"]
+
+
+@dataclass(frozen=True, order=True)
+class Applied:
+    """A rule that changed the file, at a line of the upstream file (provenance)."""
+
+    rule_id: str
+    line: int
+
+
+@dataclass(frozen=True, order=True)
+class Hit:
+    """An ``unsupported`` (or ``keep``) rule matched: the code stays and becomes a review question."""
+
+    rule_id: str
+    line: int
+    snippet: str
+
+
+@dataclass(frozen=True, order=True)
+class Ref:
+    """An SGLang reference that no rule converts or covers (file:line:snippet)."""
+
+    path: str
+    line: int
+    snippet: str
+
+
+@dataclass
+class FileTranslation:
+    src_path: str
+    dst_path: str | None
+    data: bytes
+    kind: FileKind
+    applied: list[Applied] = field(default_factory=list)
+    unsupported: list[Hit] = field(default_factory=list)
+    unmapped: list[Ref] = field(default_factory=list)
+    parse_error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.applied)
+
+
+@dataclass
+class TreeStats:
+    """hipify-style totals: what was converted, what was left, per rule."""
+
+    files_total: int = 0
+    files_translated: int = 0  # at least one rule applied
+    files_unchanged: int = 0
+    files_binary: int = 0
+    files_not_mirrored: int = 0
+    files_parse_error: int = 0
+    rules_applied: Counter[str] = field(default_factory=Counter)
+    unsupported_hits: Counter[str] = field(default_factory=Counter)
+    references_converted: int = 0
+    references_unsupported: int = 0
+    references_unmapped: int = 0
+
+    @property
+    def references_total(self) -> int:
+        return self.references_converted + self.references_unsupported + self.references_unmapped
+
+    @property
+    def converted_percent(self) -> float:
+        total = self.references_total
+        return 100.0 * self.references_converted / total if total else 100.0
+
+    def add(self, result: FileTranslation) -> None:
+        self.files_total += 1
+        if result.kind == "binary":
+            self.files_binary += 1
+        elif result.kind == "not_mirrored":
+            self.files_not_mirrored += 1
+        elif result.applied:
+            self.files_translated += 1
+        else:
+            self.files_unchanged += 1
+        if result.parse_error:
+            self.files_parse_error += 1
+        self.rules_applied.update(applied.rule_id for applied in result.applied)
+        self.unsupported_hits.update(hit.rule_id for hit in result.unsupported)
+        self.references_converted += len(result.applied)
+        self.references_unsupported += len(result.unsupported)
+        self.references_unmapped += len(result.unmapped)
+
+
+@dataclass
+class TreeResult:
+    files: list[FileTranslation]
+    stats: TreeStats
