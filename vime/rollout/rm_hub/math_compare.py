@@ -87,8 +87,8 @@ def _as_sequence(text: str) -> tuple[str, list[str]] | None:
 
 def _to_sympy_source(text: str) -> str | None:
     """Python-syntax source for sympy, or None when the text holds anything not allowed."""
-    if len(text) > _MAX_SYMPY_CHARS or re.search(r"\^\{?\d{4,}|\^[^,]*\^", text):
-        return None  # huge or stacked exponents can make simplification hang
+    if len(text) > _MAX_SYMPY_CHARS or re.search(r"\^\{?\d{4,}|\^\{[^{}]*\^|\^\^", text):
+        return None  # huge or stacked exponents (9^{9^{9}}) can make evaluation hang
     source = re.sub(r"\\sqrt\[(\w+)\]\{([^{}]*)\}", r"((\2)**(1/(\1)))", text)
     for latex, python in (
         ("\\sqrt", "sqrt"),
