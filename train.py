@@ -1,0 +1,61 @@
+"""Synchronous RL training: for each step, generate -> train -> push weights -> eval / save.
+
+python train.py --preset tiny-cpu
+python train.py --hf-checkpoint MODEL --prompt-data data.jsonl --rm-type math ...
+"""
+
+from __future__ import annotations
+
+import logging
+
+import ray
+from rich.progress import Progress
+
+from vime.ray.training_run import StepTimer, rollout_summary, save_debug_rollout, start_training_run
+from vime.utils.arguments import parse_args
+
+
+def train(args) -> list[dict]:
+    """Run the whole schedule; returns the per-step metric records (also in the JSONL file)."""
+    run = start_training_run(args)
+    try:
+        if run.actor is not None and run.rollout is not None:
+            run.update_weights()  # engines serve the trainer's (possibly resumed) weights from step one
+        if run.schedule.should_eval_before(run.start_rollout_id):
+            run.metrics.log(run.start_rollout_id, run.evaluate(run.start_rollout_id))
+        with Progress(transient=True) as progress:
+            task = progress.add_task(
+                "training", total=run.schedule.num_rollout, completed=run.start_rollout_id
+            )
+            for rollout_id in range(run.start_rollout_id, run.schedule.num_rollout):
+                timer = StepTimer()
+                with timer.phase("step"):
+                    with timer.phase("rollout"):
+                        data = run.generate(rollout_id)
+                    save_debug_rollout(args, rollout_id, data)
+                    record = rollout_summary(ray.get(data) if isinstance(data, ray.ObjectRef) else data)
+                    if run.actor is not None:
+                        with timer.phase("train"):
+                            record |= {f"train/{k}": v for k, v in run.actor.train(rollout_id, data).items()}
+                        if run.schedule.should_save(rollout_id):
+                            with timer.phase("save"):
+                                run.save(rollout_id)
+                        with timer.phase("update_weights"):
+                            run.update_weights()
+                    if run.schedule.should_eval(rollout_id):
+                        with timer.phase("eval"):
+                            record |= run.evaluate(rollout_id)
+                run.metrics.log(rollout_id, record | timer.as_metrics())
+                progress.advance(task)
+        return run.metrics.records
+    finally:
+        run.shutdown()
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    train(parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()
