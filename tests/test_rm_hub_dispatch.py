@@ -31,6 +31,10 @@ async def text_rm(args, sample, **kwargs):
 async def nan_rm(args, sample, **kwargs):
     return float("nan")
 
+async def numpy_rm(args, sample, **kwargs):
+    import numpy
+    return numpy.float32(sample.metadata.get("value", 0.5))
+
 async def dict_rm(args, sample, **kwargs):
     return {"score": 1.0, "acc": True}
 
@@ -103,6 +107,13 @@ def test_custom_rm_path_sync_and_async(plugin: str) -> None:
     sample = make_sample(response="abcd")
     assert run(async_rm(make_args(custom_rm_path=f"{plugin}.length_rm"), sample)) == 4.0
     assert run(async_rm(make_args(custom_rm_path=f"{plugin}.sync_rm"), sample)) == 0.25
+
+
+def test_numpy_rewards_are_numbers_and_their_nan_is_caught(plugin: str) -> None:
+    args = make_args(custom_rm_path=f"{plugin}.numpy_rm")
+    assert run(async_rm(args, make_sample())) == 0.5
+    with pytest.raises(RewardInputError, match=r"returned nan for sample 2: a reward must be finite"):
+        run(async_rm(args, make_sample(index=2, metadata={"value": float("nan")})))
 
 
 def test_per_sample_custom_rm_path_wins(plugin: str) -> None:

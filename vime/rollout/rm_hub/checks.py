@@ -48,7 +48,7 @@ def check_reward(reward: Any, sample: Any, args: Any, source: str) -> Any:
     entry is one.
     """
     if _is_number(reward):
-        if isinstance(reward, float) and not math.isfinite(reward):
+        if not math.isfinite(float(reward)):
             raise RewardInputError(
                 f"{source} returned {reward} for {_where(sample)}: a reward must be finite"
             )
