@@ -87,6 +87,8 @@ def choose(questions: list[Question]) -> list[tuple[Question, str]]:
             raise SyncError(f"{q.id}: decision {decision!r} is not one of {q.options}; fix decisions.json")
         if decision == "edit" and q.edit is None:
             raise SyncError(f"{q.id}: decision 'edit' needs the edited text in 'edit'; fix decisions.json")
+        if decision == "edit" and count_markers(q.edit.encode("utf-8"), q.marker_size):
+            raise SyncError(f"{q.id}: the edited text for {q.file} still has conflict markers; remove them")
         chosen.append((q, decision))
     return chosen
 
@@ -164,6 +166,17 @@ def apply_decisions(worktree: Path, report_dir: Path, chosen: list[tuple[Questio
     return sorted({q.file for q, _ in chosen})
 
 
+def _restore(worktree: Path, paths: list[str]) -> None:
+    """Undo this run's edits to ``paths`` (back to HEAD), so a refused resolve changes nothing."""
+    tracked = set(git_text(worktree, "ls-files").splitlines())
+    back = [p for p in paths if p in tracked]
+    if back:
+        git(worktree, "checkout", "HEAD", "--", *back)
+    for p in paths:
+        if p not in tracked and (worktree / p).exists():
+            (worktree / p).unlink()
+
+
 def markers_left(worktree: Path, doc: dict[str, Any]) -> dict[str, int]:
     """Conflict hunks still marked, per file that had markers in commit 1."""
     left = {}
@@ -197,7 +210,7 @@ def resolve_branch(worktree: Path, decisions: Path | None = None) -> ResolveResu
     touched = apply_decisions(worktree, report_dir, chosen)
     left = markers_left(worktree, doc)
     if left:
-        git(worktree, "checkout", "--", *touched)
+        _restore(worktree, touched)
         raise SyncError(
             f"markers remain after resolve in {', '.join(sorted(left))}; an edited text kept markers: fix it"
         )

@@ -90,6 +90,8 @@ def identity_env(repo: Path) -> dict[str, str]:
 
 def commit_paths(worktree: Path, paths: list[str], message: str, date: str) -> str:
     """Stage exactly ``paths`` (even if ignored) and commit with a fixed date; return the commit id."""
+    tracked = set(git(worktree, "ls-files", "-z").decode("utf-8", "surrogateescape").split("\0"))
+    paths = [p for p in paths if p in tracked or (worktree / p).exists() or (worktree / p).is_symlink()]
     if paths:
         listing = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in sorted(set(paths)))
         git(worktree, "add", "-A", "-f", "--pathspec-from-file=-", "--pathspec-file-nul", input=listing)
