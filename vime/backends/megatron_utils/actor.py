@@ -214,10 +214,11 @@ class MegatronActor:
         self.step = load_checkpoint(unwrap(self.model), self.optimizer, checkpoint_dir)
         return self.step
 
-    def offload(self) -> None:
+    def offload(self) -> int:
+        """Free this rank's GPU memory (weights, grads, optimizer state); returns the bytes moved out."""
         from vime.backends.megatron_utils.offload import offload_actor
 
-        offload_actor(self)
+        return offload_actor(self)
 
     def onload(self) -> None:
         from vime.backends.megatron_utils.offload import onload_actor

@@ -7,6 +7,7 @@ half checkpoint where resume would look, and an existing checkpoint is never ove
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import torch
@@ -49,9 +50,9 @@ def save_checkpoint(model, optimizer, step: int, root: str | Path) -> Path:
     tmp = final.with_name(final.name + ".tmp")
     rank0 = not dist.is_initialized() or dist.get_rank() == 0
     if rank0:
-        tmp.mkdir(parents=True, exist_ok=True)
-        for stale in tmp.iterdir():  # leftovers of a crashed save of this same step
-            stale.unlink() if stale.is_file() else None
+        if tmp.exists():  # the partial leftovers of a crashed save of this same step
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
     _barrier()
     dist_checkpointing.save(_sharded_state(model, optimizer, is_loading=False), str(tmp))
     _barrier()

@@ -122,3 +122,34 @@ def is_weight_source() -> bool:
     return (
         parallel_state.get_data_parallel_rank() == 0 and parallel_state.get_tensor_model_parallel_rank() == 0
     )
+
+
+def export_to_hf_dir(actor, dest: str | Path, hf_source_dir: str | Path | None = None, **kwargs) -> Path:
+    """Write the actor's weights as an HF checkpoint directory (collective over all ranks).
+
+    Each pipeline stage writes its own files; rank 0 then writes the merged index and, when given,
+    copies config and tokenizer files from ``hf_source_dir``. This is the CPU path to the engines.
+    """
+    import json
+
+    import torch.distributed as dist
+    from megatron.core import parallel_state
+
+    from vime.backends.megatron_utils.hf_io import write_hf_config
+    from vime.backends.megatron_utils.weight_sinks import DiskSink
+
+    dest = Path(dest)
+    stage = parallel_state.get_pipeline_model_parallel_rank()
+    sink = DiskSink(dest, file_prefix=f"model-pp{stage:02d}", write_index=False)
+    export_actor_weights(actor, sink, **kwargs)
+    maps: list = [None] * dist.get_world_size()
+    dist.all_gather_object(maps, (sink.weight_map, sink.total) if is_weight_source() else ({}, 0))
+    if dist.get_rank() == 0:
+        weight_map = {k: v for m, _ in maps for k, v in m.items()}
+        total = sum(t for _, t in maps)
+        index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
+        (dest / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
+        if hf_source_dir is not None:
+            write_hf_config(hf_source_dir, dest)
+    dist.barrier()
+    return dest

@@ -120,22 +120,31 @@ def to_megatron_shard(
     raise AssertionError(rule.split)
 
 
+def _cat(tensors: list[torch.Tensor], dim: int) -> torch.Tensor:
+    """torch.cat, without its copy when there is a single shard (tensor parallel size 1)."""
+    return tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim=dim)
+
+
 def to_hf(rule: Rule, shards: list[torch.Tensor], shape: ModelShape) -> list[tuple[str, torch.Tensor]]:
-    """The HF tensors of one Megatron parameter from every tensor-parallel rank's shard (rank order)."""
+    """The HF tensors of one Megatron parameter from every tensor-parallel rank's shard (rank order).
+
+    With a single shard the results are views of it (no copy): the exporter copies them once, into
+    its bucket buffer.
+    """
     if rule.split is Split.REPLICATED:
         return [(rule.hf_names[0], shards[0])]
     if rule.split is Split.ROW:
-        return [(rule.hf_names[0], torch.cat(shards, dim=1))]
+        return [(rule.hf_names[0], _cat(shards, dim=1))]
     if rule.split in (Split.COLUMN, Split.VOCAB):
-        full = torch.cat(shards, dim=0)
+        full = _cat(shards, dim=0)
         if rule.split is Split.VOCAB:
             full = full[: shape.vocab_size]
         return [(rule.hf_names[0], full)]
     if rule.split is Split.QKV:
-        return list(zip(rule.hf_names, _qkv_unpack(torch.cat(shards, dim=0), shape), strict=True))
+        return list(zip(rule.hf_names, _qkv_unpack(_cat(shards, dim=0), shape), strict=True))
     if rule.split is Split.GATE_UP:
         halves = [s.chunk(2, dim=0) for s in shards]
-        gate = torch.cat([h[0] for h in halves], dim=0)
-        up = torch.cat([h[1] for h in halves], dim=0)
+        gate = _cat([h[0] for h in halves], dim=0)
+        up = _cat([h[1] for h in halves], dim=0)
         return [(rule.hf_names[0], gate), (rule.hf_names[1], up)]
     raise AssertionError(rule.split)

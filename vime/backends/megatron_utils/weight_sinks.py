@@ -64,20 +64,8 @@ def announce_over_group(group, src: int) -> Callable[[list[TensorMeta], int], No
     return announce
 
 
-def receive_bucket(group, src: int, buffer: torch.Tensor) -> list[tuple[str, torch.Tensor]] | None:
-    """Receiver side of ``NcclBroadcastSink`` + ``announce_over_group``; None when the sender is done."""
-    box: list = [None]
-    dist.broadcast_object_list(box, src=src, group=group)
-    if box[0] is None:
-        return None
-    metas, nbytes = box[0]
-    flat = buffer[:nbytes]
-    dist.broadcast(flat, src, group=group)
-    return unpack(flat, metas)
-
-
 def end_of_stream(group, src: int) -> None:
-    """Tell ``receive_bucket`` callers that no bucket follows."""
+    """Tell receivers (weight_receiver.BucketReceiver) that no bucket follows."""
     dist.broadcast_object_list([None], src=src, group=group)
 
 
@@ -118,16 +106,25 @@ class DiskSink:
     /collective_rpc. ``on_finish`` runs after the index is written.
     """
 
-    def __init__(self, dest: str | Path, on_finish=None, file_prefix: str = "model"):
-        self.dest, self.on_finish, self.prefix = Path(dest), on_finish, file_prefix
+    def __init__(
+        self, dest: str | Path, on_finish=None, file_prefix: str = "model", write_index: bool = True
+    ):
+        self.dest, self.on_finish, self.prefix, self.write_index = (
+            Path(dest),
+            on_finish,
+            file_prefix,
+            write_index,
+        )
         self.weight_map: dict[str, str] = {}
         self.total = 0
         self.count = 0
 
     def begin(self) -> None:
         self.dest.mkdir(parents=True, exist_ok=True)
-        for old in self.dest.glob(f"{self.prefix}-*.safetensors"):
-            old.unlink()  # a previous export of ours; the config and tokenizer files stay
+        record = self.dest / f".vime_export_{self.prefix}"
+        if record.exists():  # remove only the files our previous export wrote, never anything else
+            for fname in record.read_text().split():
+                (self.dest / fname).unlink(missing_ok=True)
         self.weight_map, self.total, self.count = {}, 0, 0
 
     def send(self, metas: list[TensorMeta], flat: torch.Tensor) -> None:
@@ -142,7 +139,13 @@ class DiskSink:
             self.total += m.nbytes
 
     def finish(self) -> None:
-        index = {"metadata": {"total_size": self.total}, "weight_map": dict(sorted(self.weight_map.items()))}
-        (self.dest / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
+        files = sorted(set(self.weight_map.values()))
+        (self.dest / f".vime_export_{self.prefix}").write_text("\n".join(files) + "\n")
+        if self.write_index:
+            index = {
+                "metadata": {"total_size": self.total},
+                "weight_map": dict(sorted(self.weight_map.items())),
+            }
+            (self.dest / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
         if self.on_finish is not None:
             self.on_finish()
