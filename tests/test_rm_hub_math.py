@@ -85,6 +85,8 @@ NOT_EQUAL = [
     (r"\sqrt{2}", "2"),
     ("1, 2", "1, 2, 3"),
     ("12", "1,2"),
+    ("999999", "1000000"),  # values compare exactly: no relative tolerance
+    (r"\frac{1}{3}", "0.333333"),
     ("no", "yes"),
     ("", "0"),
     ("x^2", "x^3"),

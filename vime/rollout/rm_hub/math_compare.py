@@ -7,7 +7,6 @@ unless it consists of digits, operators and a short list of known names only.
 
 from __future__ import annotations
 
-import math
 import re
 from fractions import Fraction
 from functools import lru_cache
@@ -32,7 +31,6 @@ _FRACTION = re.compile(r"([-+]?\d+)/(\d+)")
 _BRACKETS = {"(": ")", "[": "]", "{": "}"}
 _SAFE_NAMES = {"sqrt", "pi", "oo", "log", "ln", "exp", "sin", "cos", "tan", "E", "I"}
 _MAX_SYMPY_CHARS = 80
-_RELATIVE_TOLERANCE = 1e-6
 
 
 def parse_number(text: str) -> Fraction | None:
@@ -45,10 +43,6 @@ def parse_number(text: str) -> Fraction | None:
     if (match := _FRACTION.fullmatch(text)) is not None and int(match.group(2)) != 0:
         return Fraction(int(match.group(1)), int(match.group(2)))
     return None
-
-
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=_RELATIVE_TOLERANCE, abs_tol=1e-9)
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -146,7 +140,7 @@ def _equal_by_algebra(given: str, truth: str) -> bool:
 
 
 def _equal_values(given_raw: str, given: str, truth_raw: str, truth: str) -> bool | None:
-    """True/False when both sides are plain numbers; None when value comparison does not apply."""
+    """True/False when both sides are plain numbers (compared exactly, as fractions); else None."""
     given_value, truth_value = parse_number(given), parse_number(truth)
     if given_value is None or truth_value is None:
         return None
@@ -155,7 +149,7 @@ def _equal_values(given_raw: str, given: str, truth_raw: str, truth: str) -> boo
         candidates.add(given_value / 100)
     if has_percent(truth_raw) and not has_percent(given_raw):
         candidates.add(given_value * 100)
-    return any(_close(float(c), float(truth_value)) for c in candidates)
+    return truth_value in candidates  # exact: 999999 is not 1000000, and 0.33 is not 1/3
 
 
 def _equal_sequences(given: str, truth: str) -> bool | None:
