@@ -66,6 +66,7 @@ EQUAL = [
     ("x^2+2x+1", "(x+1)^2"),
     (r"10^{10}", "10000000000"),
     (r"\sqrt[3]{27}", "3"),
+    (r"\sqrt{5+2\sqrt{6}}", r"\sqrt{2}+\sqrt{3}"),  # a nested radical
     ("2(x+1)", "2x+2"),
     ("sin(x)^2+cos(x)^2", "1"),
     (r"\frac{1}{x+1}+\frac{1}{x-1}", r"\frac{2x}{x^2-1}"),
@@ -85,7 +86,8 @@ NOT_EQUAL = [
     (r"\sqrt{2}", "2"),
     ("1, 2", "1, 2, 3"),
     ("12", "1,2"),
-    ("999999", "1000000"),  # values compare exactly: no relative tolerance
+    ("999999", "1000000"),
+    ("2^{100}", "2^{100}+1"),  # values compare exactly: no relative tolerance
     (r"\frac{1}{3}", "0.333333"),
     ("no", "yes"),
     ("", "0"),
