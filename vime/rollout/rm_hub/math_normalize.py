@@ -61,6 +61,8 @@ def _unwrap_text(text: str) -> str:
     """``\\text{...}`` and friends: drop a unit that follows a value, keep any other content."""
 
     def render(content: str, before: str) -> str:
+        if content.strip() in ("and", "or", ","):
+            return ","  # "2 \\text{ and } 3" lists two values; it is not the unit "and"
         stripped_before = before.rstrip()
         follows_value = bool(stripped_before) and stripped_before[-1] in "0123456789}.)"
         looks_like_unit = re.fullmatch(r"\s*[A-Za-z][A-Za-z .^/\d]*", content) is not None
@@ -127,7 +129,7 @@ def normalize_math_answer(answer: object) -> str:
     for marker in _DEGREES + _PERCENT:
         text = text.replace(marker, "")
     text = _unwrap_text(text)
-    text = text.strip()
+    text = re.sub(r"(?<=[\d}).])\s+(?:and|or)\s+(?=[-\d\\(\[])", ",", text).strip()
     if (match := _UNIT_WORDS.match(text)) is not None:
         text = match.group("value")
     text = _ASSIGNMENT.sub("", text, count=1) if text.count("=") == 1 else text
