@@ -179,6 +179,12 @@ def test_group_rm_gets_the_whole_group(plugin: str) -> None:
     assert run(batched_async_rm(args, samples)) == [1.0, 0.0, 0.5]
 
 
+def test_batched_without_group_rm_scores_a_per_sample_custom_rm_one_by_one(plugin: str) -> None:
+    args = make_args(custom_rm_path=f"{plugin}.length_rm", group_rm=False)
+    samples = [make_sample(i, response="x" * n) for i, n in enumerate([3, 1])]
+    assert run(batched_async_rm(args, samples)) == [3.0, 1.0]
+
+
 def test_group_rm_returning_too_few_rewards(plugin: str) -> None:
     args = make_args(custom_rm_path=f"{plugin}.short_group_rm", group_rm=True)
     samples = [make_sample(i) for i in range(3)]

@@ -3,8 +3,8 @@
 Which reward runs, first match wins:
 
 1. the sample's own ``custom_rm_path`` (set per eval dataset),
-2. ``--custom-rm-path`` (``async fn(args, sample, **kw)``; with ``--group-rm`` it is called
-   with the whole group instead: ``async fn(args, samples, **kw) -> list``),
+2. ``--custom-rm-path`` (``fn(args, sample, **kw)``, sync or async; with ``--group-rm``,
+   :func:`batched_async_rm` calls it with the whole group: ``fn(args, samples, **kw) -> list``),
 3. ``sample.metadata["rm_type"]``, then ``--rm-type``: one of :data:`RULE_BASED_REWARDS`,
    ``remote_rm``, or any of them prefixed with ``boxed_`` (score only the boxed answer).
 
@@ -103,14 +103,15 @@ async def async_rm(args: Any, sample: Any, **kwargs: Any) -> Any:
 async def batched_async_rm(args: Any, samples: list[Any], **kwargs: Any) -> list[Any]:
     """Rewards for a list of samples, in order.
 
-    With ``--custom-rm-path`` the function gets the whole list at once (group rewards, e.g.
-    ranking the ``n_samples_per_prompt`` answers of one prompt); otherwise each sample is scored
-    on its own, concurrently.
+    With ``--group-rm`` and ``--custom-rm-path`` the function gets the whole list at once
+    (group rewards, e.g. ranking the ``n_samples_per_prompt`` answers of one prompt). Otherwise
+    each sample is scored on its own by :func:`async_rm`, concurrently, so a per-sample custom
+    RM is never handed a list by mistake (slime does hand it one; vime keeps the two apart).
     """
     if not samples:
         return []
     custom_path = getattr(args, "custom_rm_path", None)
-    if custom_path:
+    if custom_path and getattr(args, "group_rm", False):
         rewards = await maybe_await(load_function(custom_path)(args, samples, **kwargs))
         return check_batch(rewards, samples, args, f"custom group RM {custom_path}")
     return list(await asyncio.gather(*(async_rm(args, sample, **kwargs) for sample in samples)))
