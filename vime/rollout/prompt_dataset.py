@@ -15,10 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rich.progress import track
+
 from vime.utils.types import Sample
 
 logger = logging.getLogger(__name__)
 
+_PROGRESS_MIN_ROWS = 20_000  # below this, reading takes well under a few seconds
 _SLICE = re.compile(r"^(?P<path>.*)@\[(?P<start>-?\d*):(?P<stop>-?\d*)\]$")
 
 
@@ -134,7 +137,11 @@ class PromptDataset:
             )
         self.path, self.seed = str(path), seed
         samples = []
-        for number, row in enumerate(read_rows(self.path)):
+        rows = read_rows(self.path)
+        progress = track(
+            rows, description=f"reading {Path(self.path).name}", disable=len(rows) < _PROGRESS_MIN_ROWS
+        )
+        for number, row in enumerate(progress):
             prompt = _as_messages(
                 _require_key(row, input_key, "--input-key", self.path, number), apply_chat_template
             )
