@@ -26,7 +26,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "rollout_batch_size": 8,
         "n_samples_per_prompt": 8,
         "micro_batch_size": 16,
-        "num_rollout": 30,
+        "num_rollout": 20,
         "rollout_max_response_len": 8,
         "rollout_temperature": 1.0,
         "apply_chat_template": True,
@@ -34,7 +34,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "label_key": "label",
         "rollout_shuffle": True,
         "custom_rm_path": "vime.presets.tiny_cpu_reward",
-        "lr": 2e-3,
+        "lr": 5e-3,
         "clip_grad": 1.0,
         "eps_clip": 0.2,
         "entropy_coef": 0.0,
@@ -87,17 +87,24 @@ _FIRST_NUMBER = re.compile(r"-?\d+")
 def shaped_arithmetic_reward(response: str, label: str, boxed_correct: bool) -> float:
     """1 for a correct ``\\boxed{}`` answer; otherwise partial credit that a random model can find.
 
-    0.5 when the first number written is the answer (right value, wrong format), plus up to
-    0.2 for the share of characters that are digits (writing numbers at all). The partial
-    credit is what lets a randomly initialised model start to learn within a few steps.
+    Up to 0.2 for the share of characters that are digits (writing numbers at all), 0.3 when
+    the first digit written is the answer's first digit, and 0.4 more when the first number
+    written is the whole answer (right value, missing box). A randomly initialised model earns
+    the first part by chance, which is what lets it start learning within a few steps.
     """
     if boxed_correct:
         return 1.0
     text = response.strip()
-    first = _FIRST_NUMBER.search(text)
-    score = 0.5 if first is not None and first.group() == str(label).strip() else 0.0
-    if text:
-        score += 0.2 * sum(ch.isdigit() for ch in text) / len(text)
+    if not text:
+        return 0.0
+    answer = str(label).strip()
+    score = 0.2 * sum(ch.isdigit() for ch in text) / len(text)
+    first_digit = next((ch for ch in text if ch.isdigit()), None)
+    if first_digit is not None and answer and first_digit == answer.lstrip("-")[:1]:
+        score += 0.3
+        first = _FIRST_NUMBER.search(text)
+        if first is not None and first.group() == answer:
+            score += 0.4
     return score
 
 

