@@ -133,3 +133,23 @@ def test_bad_rollout_data_is_one_line():
         TrainBatch.from_rollout_data(data)
     with pytest.raises(ValueError, match="lacks rewards"):
         TrainBatch.from_rollout_data({"tokens": [[1, 2]], "response_lengths": [1]})
+
+
+def mask_first_token(args, rollout_id, rollout_data):
+    """A rollout-data post-process used below: drop every response's first token from the loss."""
+    assert len(rollout_data["log_probs"]) == len(rollout_data["tokens"])  # log-probs are there already
+    for mask in rollout_data["loss_masks"]:
+        mask[0] = 0
+
+
+def test_rollout_data_postprocess_hook_changes_the_loss_mask(tiny_model_dir):
+    plain = make_backend(_args(tiny_model_dir), rank=0, world_size=1)
+    plain.init()
+    hooked = make_backend(
+        _args(tiny_model_dir, "--rollout-data-postprocess-path", "test_torch_backend_unit.mask_first_token"),
+        rank=0,
+        world_size=1,
+    )
+    hooked.init()
+    batch = TrainBatch.from_rollout_data(_rollout_data())
+    assert hooked.train(0, batch)["pg_loss"] != pytest.approx(plain.train(0, batch)["pg_loss"])

@@ -111,3 +111,31 @@ def pad_2d(
 def unpad(padded: torch.Tensor, lengths: list[int]) -> list[torch.Tensor]:
     """Inverse of :func:`pad_2d`."""
     return [padded[i, :length] for i, length in enumerate(lengths)]
+
+
+def apply_rollout_data_postprocess(path: str, args, rollout_id: int, batch: TrainBatch) -> None:
+    """Run ``--rollout-data-postprocess-path`` on this rank's samples once their log-probs exist.
+
+    The hook edits a dict of per-sample lists in place (slime's contract); loss masks and
+    rewards it changed are taken back, checked to still fit every sample.
+    """
+    from vime.utils.misc import load_function
+
+    data: dict[str, list] = {
+        "tokens": batch.tokens,
+        "response_lengths": batch.response_lengths,
+        "rewards": list(batch.rewards),
+        "loss_masks": [list(m) for m in batch.loss_masks],
+        "log_probs": [t.tolist() for t in batch.computed.get("old_log_probs", [])],
+        **batch.extras,
+    }
+    if batch.rollout_log_probs is not None:
+        data["rollout_log_probs"] = batch.rollout_log_probs
+    load_function(path)(args, rollout_id, data)
+    for i, (mask, length) in enumerate(zip(data["loss_masks"], batch.response_lengths, strict=True)):
+        if len(mask) != length:
+            raise ValueError(f"{path} left sample {i} with a {len(mask)}-entry loss mask for {length} tokens")
+    if len(data["rewards"]) != len(batch):
+        raise ValueError(f"{path} changed the number of rewards from {len(batch)} to {len(data['rewards'])}")
+    batch.loss_masks = [list(map(int, m)) for m in data["loss_masks"]]
+    batch.rewards = [float(r) for r in data["rewards"]]

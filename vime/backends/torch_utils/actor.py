@@ -37,7 +37,7 @@ from vime.backends.torch_utils.train_step import (
     run_optimizer_steps,
 )
 from vime.backends.torch_utils.weights import full_model_state, write_hf_dir
-from vime.backends.train_data import TrainBatch, step_indices
+from vime.backends.train_data import TrainBatch, apply_rollout_data_postprocess, step_indices
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +102,8 @@ class TorchTrainBackend(TrainBackend):
             local.computed["ref_log_probs"] = batched_logprobs(
                 self.ref_model, local, args.micro_batch_size, args.rollout_temperature
             )
+        if args.rollout_data_postprocess_path:
+            apply_rollout_data_postprocess(args.rollout_data_postprocess_path, args, rollout_id, local)
         if self.critic is not None:
             local.computed["values"] = batched_values(self.critic, local, args.micro_batch_size)
         metrics = compute_advantages(args, local, self.kl_ctl.value)
