@@ -7,6 +7,7 @@ worktree when it has them, else from this installation.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -22,6 +23,7 @@ INSTALL_ROOT = Path(__file__).resolve().parents[2]
 CONTRACT_DIR = "tests/contract"
 RUNNER = "tools/run_contract.py"
 _PATH_FLAG = re.compile(r"^--[a-z][a-z0-9-]*-path$")
+_DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b")
 _VIOLATION_PREFIX = re.compile(r"^(?:[\w.]+\.)?ContractViolation: ")
 
 
@@ -56,21 +58,61 @@ def framework_path(worktree: Path) -> tuple[list[str], str | None]:
     return [str(INSTALL_ROOT), str(worktree)], note
 
 
+def module_file(worktree: Path, dotted: str) -> str | None:
+    """The worktree file that defines ``dotted`` (a module, or an attribute of one), if any."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        base = "/".join(parts[:cut])
+        for candidate in (f"{base}.py", f"{base}/__init__.py"):
+            if (worktree / candidate).is_file():
+                return candidate
+    return None
+
+
 def hook_files(worktree: Path, args: tuple[str, ...]) -> list[str]:
     """Worktree files of the modules named by ``--xxx-path`` arguments."""
     files, values = [], iter(args)
     for arg in values:
-        dotted = (
-            next(values, "") if _PATH_FLAG.match(arg) else arg.partition("=")[2] if "-path=" in arg else ""
-        )
-        module = dotted.rpartition(".")[0]
-        if not module:
-            continue
-        base = module.replace(".", "/")
-        for candidate in (f"{base}.py", f"{base}/__init__.py"):
-            if (worktree / candidate).is_file():
-                files.append(candidate)
+        if _PATH_FLAG.match(arg):
+            dotted = next(values, "")
+        else:
+            dotted = arg.partition("=")[2] if "-path=" in arg else ""
+        found = module_file(worktree, dotted) if "." in dotted else None
+        if found:
+            files.append(found)
     return files
+
+
+def default_hook_files(worktree: Path, contract_file: Path) -> list[str]:
+    """Worktree files of the defaults a contract tests when given no path (its ``DEFAULT*`` constants)."""
+    try:
+        tree = ast.parse(contract_file.read_bytes())
+    except SyntaxError:
+        return []
+    files = []
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id.startswith("DEFAULT") for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            found = module_file(worktree, node.value.value)
+            if found:
+                files.append(found)
+    return files
+
+
+def named_files(worktree: Path, text: str) -> list[str]:
+    """Worktree files of the dotted names a failure message mentions (``my_pkg.rm.score``)."""
+    tops = {p.name for p in worktree.iterdir() if p.is_dir()}
+    files = []
+    for dotted in set(_DOTTED.findall(text)):
+        if dotted.split(".")[0] in tops:
+            found = module_file(worktree, dotted)
+            if found:
+                files.append(found)
+    return sorted(files)
 
 
 def _junit_failures(xml_path: Path) -> list[tuple[str, str, str]]:
@@ -103,7 +145,7 @@ def run_contract(
     paths, note = framework_path(worktree)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [*paths, os.environ.get("PYTHONPATH")]))}
     env.pop("PYTEST_ADDOPTS", None)
-    plugin_files = hook_files(worktree, run.args)
+    plugin_files = hook_files(worktree, run.args) or default_hook_files(worktree, contract_file)
     with tempfile.TemporaryDirectory(prefix="vime-gate-") as scratch:
         xml_path = Path(scratch) / "junit.xml"
         command = [sys.executable, str(runner), str(contract_file), *run.args, "-q", f"--junitxml={xml_path}"]
@@ -116,7 +158,12 @@ def run_contract(
         if done.returncode == 0:
             return [], note
         failures = [
-            _failure(run, f"{name}: {message}", plugin_files + _files_named(text, file_prs), file_prs)
+            _failure(
+                run,
+                f"{name}: {message}",
+                plugin_files + named_files(worktree, message) + _files_named(text, file_prs),
+                file_prs,
+            )
             for name, message, text in _junit_failures(xml_path)
         ]
     if not failures:  # the runner refused (bad path) or pytest could not start
