@@ -7,7 +7,10 @@ the window/merge stage and the CLI call it the same way. See docs/translation.md
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 
 import libcst as cst
 
@@ -68,16 +71,49 @@ def translate_file(path: str, data: bytes, rules: RuleSet) -> FileTranslation:
     )
 
 
+PARALLEL_MIN_FILES = 64  # below this, starting worker processes costs more than it saves
+
+
+def _translate_chunk(rules: RuleSet, chunk: list[tuple[str, bytes]]) -> list[FileTranslation]:
+    return [translate_file(path, data, rules) for path, data in chunk]
+
+
+def _chunks(files: list[tuple[str, bytes]], size: int) -> list[list[tuple[str, bytes]]]:
+    return [files[start : start + size] for start in range(0, len(files), size)]
+
+
 def translate_tree(
-    files: Iterable[tuple[str, bytes]], rules: RuleSet, progress: Progress | None = None
+    files: Iterable[tuple[str, bytes]],
+    rules: RuleSet,
+    progress: Progress | None = None,
+    workers: int | None = None,
 ) -> TreeResult:
-    """Translate many files (sorted by path, so results are deterministic) and total them up."""
+    """Translate many files and total them up.
+
+    Results come back sorted by path whatever the number of worker processes (default: one per
+    CPU for trees of PARALLEL_MIN_FILES files or more), so the output is deterministic.
+    """
+    ordered = sorted(files, key=lambda item: item[0])
+    if workers is None:
+        workers = min(os.cpu_count() or 1, 8) if len(ordered) >= PARALLEL_MIN_FILES else 1
     results: list[FileTranslation] = []
+    if workers <= 1:
+        for path, data in ordered:
+            results.append(translate_file(path, data, rules))
+            if progress is not None:
+                progress(path)
+    else:
+        context = multiprocessing.get_context(
+            "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        )
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = [pool.submit(_translate_chunk, rules, chunk) for chunk in _chunks(ordered, 16)]
+            for future in futures:
+                for result in future.result():
+                    results.append(result)
+                    if progress is not None:
+                        progress(result.src_path)
     stats = TreeStats()
-    for path, data in sorted(files, key=lambda item: item[0]):
-        result = translate_file(path, data, rules)
-        results.append(result)
+    for result in results:
         stats.add(result)
-        if progress is not None:
-            progress(path)
     return TreeResult(files=results, stats=stats)

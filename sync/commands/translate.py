@@ -1,11 +1,156 @@
-"""`vime-sync translate` — placeholder until its issue lands (replace this module whole)."""
+"""`vime-sync translate SRC --out DIR`: porcelain over ``sync.translate.translate_tree``."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from sync.rules import RuleTableError, load_rules
+from sync.translate import TreeResult, translate_tree
+
+console = Console(stderr=True)
+
+
+def read_directory(src: Path) -> list[tuple[str, bytes]]:
+    return [
+        (path.relative_to(src).as_posix(), path.read_bytes())
+        for path in sorted(src.rglob("*"))
+        if path.is_file() and ".git" not in path.relative_to(src).parts
+    ]
+
+
+def read_git_tree(repo: Path, rev: str) -> list[tuple[str, bytes]]:
+    """Every blob of ``rev`` (no checkout, the repository is left as it is)."""
+    listing = subprocess.run(
+        ["git", "-C", str(repo), "ls-tree", "-r", "-z", "--full-tree", rev],
+        capture_output=True,
+        check=False,
+    )
+    if listing.returncode != 0:
+        raise typer.BadParameter(
+            f"{repo}: cannot read revision {rev!r} ({listing.stderr.decode().strip()}); pass a commit of that repository"
+        )
+    entries = []
+    for record in listing.stdout.split(b"\0"):
+        if not record:
+            continue
+        meta, _, name = record.partition(b"\t")
+        mode, kind, sha = meta.split()
+        if kind == b"blob" and mode != b"120000":
+            entries.append((name.decode("utf-8", "surrogateescape"), sha.decode()))
+    batch = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "--batch"],
+        input=b"".join(sha.encode() + b"\n" for _, sha in entries),
+        capture_output=True,
+        check=True,
+    ).stdout
+    files, offset = [], 0
+    for name, _ in entries:
+        header_end = batch.index(b"\n", offset)
+        size = int(batch[offset:header_end].split()[2])
+        start = header_end + 1
+        files.append((name, batch[start : start + size]))
+        offset = start + size + 1
+    return files
+
+
+def write_tree(result: TreeResult, out: Path) -> int:
+    written = 0
+    for item in result.files:
+        if item.dst_path is None:
+            continue
+        target = out / item.dst_path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(item.data)
+        written += 1
+    return written
+
+
+def summary_table(result: TreeResult, show_rules: bool) -> Table:
+    stats = result.stats
+    table = Table(title="vime-sync translate", show_header=True)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    table.add_row("files", str(stats.files_total))
+    table.add_row("translated (a rule applied)", str(stats.files_translated))
+    table.add_row("unchanged", str(stats.files_unchanged))
+    table.add_row("binary (copied)", str(stats.files_binary))
+    table.add_row("not mirrored", str(stats.files_not_mirrored))
+    table.add_row("parse errors (text rules used)", str(stats.files_parse_error))
+    table.add_row("references converted", f"{stats.references_converted} ({stats.converted_percent:.1f} %)")
+    table.add_row("left: unsupported (review questions)", str(stats.references_unsupported))
+    table.add_row("left: unmapped", str(stats.references_unmapped))
+    if show_rules:
+        for rule_id, count in sorted(stats.rules_applied.items(), key=lambda kv: (-kv[1], kv[0])):
+            table.add_row(f"  rule {rule_id}", str(count))
+        for rule_id, count in sorted(stats.unsupported_hits.items(), key=lambda kv: (-kv[1], kv[0])):
+            table.add_row(f"  unsupported {rule_id}", str(count))
+    return table
 
 
 def register(app: typer.Typer) -> None:
     @app.command("translate")
-    def _placeholder() -> None:
-        """Not built yet."""
-        typer.echo("vime-sync translate: not built yet", err=True)
-        raise typer.Exit(2)
+    def translate(
+        src: Annotated[Path, typer.Argument(help="Upstream directory, or a git repository with --rev.")],
+        out: Annotated[Path, typer.Option("--out", help="Directory to write the translated tree into.")],
+        rev: Annotated[
+            str | None, typer.Option("--rev", help="Translate this revision of the repository SRC.")
+        ] = None,
+        strict: Annotated[
+            bool, typer.Option("--strict", help="Exit 1 when unmapped SGLang references remain.")
+        ] = False,
+        stats: Annotated[
+            bool, typer.Option("--stats", help="Also list every rule applied and unsupported hit.")
+        ] = False,
+        rules_dir: Annotated[
+            Path | None, typer.Option("--rules", help="Rule tables (default: translations/).")
+        ] = None,
+    ) -> None:
+        """Translate an upstream slime tree (SGLang) into vime's layout and vLLM code."""
+        if not src.exists():
+            raise typer.BadParameter(f"{src} does not exist; pass an upstream directory or repository")
+        if out.resolve() == src.resolve():
+            raise typer.BadParameter(f"--out {out} is the source itself; pass another directory")
+        try:
+            rules = load_rules(rules_dir)
+        except RuleTableError as error:
+            typer.echo(f"vime-sync translate: {error}", err=True)
+            raise typer.Exit(2) from None
+        files = read_git_tree(src, rev) if rev else read_directory(src)
+        with Progress(
+            TextColumn("translating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        ) as bar:
+            task = bar.add_task("translate", total=len(files))
+            result = translate_tree(files, rules, progress=lambda _path: bar.advance(task))
+        written = write_tree(result, out)
+        console.print(summary_table(result, show_rules=stats))
+        for item in result.files:
+            for ref in item.unmapped:
+                console.print(
+                    f"unmapped {ref.path}:{ref.line}: {ref.snippet}",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
+            if item.parse_error:
+                console.print(
+                    f"warning {item.src_path}: does not parse ({item.parse_error}); text rules applied"
+                )
+        s = result.stats
+        warnings = s.references_unmapped + s.files_parse_error
+        console.print(
+            f"Wrote {written} files to {out}. transformed {s.files_translated}, "
+            f"skipped {s.files_unchanged + s.files_binary + s.files_not_mirrored}, failed 0, warnings {warnings}"
+        )
+        if strict and s.references_unmapped:
+            typer.echo(
+                f"vime-sync translate: {s.references_unmapped} unmapped SGLang references (--strict)",
+                err=True,
+            )
+            raise typer.Exit(1)

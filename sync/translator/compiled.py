@@ -18,8 +18,10 @@ from sync.rules import Rule, RuleSet
 SGLANG_REFERENCE = re.compile(r"sglang|SGLang|Sglang|SGLANG", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
-_FLAG = re.compile(r"(?<![\w-])--sglang-[a-z0-9][a-z0-9-]*")
+_FLAG = re.compile(r"(?<![\w-])--sglang-(?:[a-z0-9][a-z0-9-]*)?")
 _ENV = re.compile(r"(?<![\w])SGLANG_[A-Z0-9_]+")
+_DOTTED_IN_TEXT = re.compile(r"(?<![\w.])(?:slime|slime_plugins|sglang\w*)(?:\.[A-Za-z_]\w*)+")
+_IDENT_IN_TEXT = re.compile(r"(?<![\w-])\w*(?i:sglang)\w*(?![\w-])")
 
 Edit = tuple[str, int]  # (rule id, 0-based line offset inside the rewritten text)
 
@@ -191,6 +193,9 @@ class CompiledRules:
             subs.append(Substitution(self._endpoint_marker, self.endpoint_regex, self._replace_endpoint))
         subs.append(Substitution(self._flag_marker, _FLAG, self._replace_flag))
         subs.append(Substitution(self._env_marker, _ENV, self._replace_env))
+        if context != "requirements":
+            subs.append(Substitution(self._dotted_marker, _DOTTED_IN_TEXT, self._replace_dotted))
+            subs.append(Substitution(self._identifier_marker, _IDENT_IN_TEXT, self._replace_identifier))
         for rule in self.rules.of_kind("text"):
             if context in rule.extra.get("contexts", ()):
                 to = rule.to
@@ -207,6 +212,19 @@ class CompiledRules:
     _endpoint_marker = Rule("string.endpoint", "string", "", "", "full", "")
     _flag_marker = Rule("string.flag", "string", "", "", "full", "")
     _env_marker = Rule("string.env", "string", "", "", "full", "")
+    _dotted_marker = Rule("module.dotted", "module", "", "", "full", "")
+    _identifier_marker = Rule("name.identifier", "name", "", "", "full", "")
+
+    def _replace_dotted(self, match: re.Match[str]) -> str | None:
+        new, rule = self.map_dotted_string(match.group(0))
+        return None if rule is None or rule.leaves_code else new
+
+    def _replace_identifier(self, match: re.Match[str]) -> str | None:
+        token = match.group(0)
+        if token.lower() == "sglang" or (token.startswith("SGLANG_") and token.isupper()):
+            return token  # the engine's name is prose; SGLANG_* are environment variables
+        new, rule = self.rename_identifier(token)
+        return None if rule is None or rule.leaves_code else new
 
     def _replace_endpoint(self, match: re.Match[str]) -> str | None:
         rule = self.endpoints[match.group(1)]
@@ -227,6 +245,10 @@ class CompiledRules:
             return self.map_flag(match.group(0))[1]
         if sub.rule is self._env_marker:
             return self.env_rule(match.group(0))
+        if sub.rule is self._dotted_marker:
+            return self.map_dotted_string(match.group(0))[1]
+        if sub.rule is self._identifier_marker:
+            return self.rename_identifier(match.group(0))[1]
         return sub.rule
 
     def rewrite_text(self, text: str, context: str) -> tuple[str, list[Edit], list[Edit]]:
@@ -274,20 +296,44 @@ class CompiledRules:
         return [m.span() for _, regex in self.keep_references for m in regex.finditer(text)]
 
     # --- quick filters ----------------------------------------------------------------------------
+    # libcst visits cost more than anything else here, so each pass first asks these regexes
+    # whether a statement's text could give it anything to do.
+    @cached_property
+    def module_roots(self) -> re.Pattern[str]:
+        roots = {rule.from_.split(".")[0] for rule in self.rules.of_kind("module")}
+        return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, roots))) + r")\b")
+
+    @cached_property
+    def import_trigger(self) -> re.Pattern[str]:
+        return re.compile(r"\bimport\b")
+
+    @cached_property
+    def kwarg_trigger(self) -> re.Pattern[str] | None:
+        words = sorted(self.kwargs)
+        return re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\s*=") if words else None
+
+    @cached_property
+    def string_trigger(self) -> re.Pattern[str]:
+        """A literal or comment some string/prose rule could act on."""
+        quoted = set()
+        for rule in self.rules.of_kind("string"):
+            if rule.role in ("endpoint", "field"):
+                quoted.add(rule.from_.lstrip("/"))
+        alternatives = [
+            r"(?i:sglang)",
+            r"SGLANG_",
+            r"""["'/](?:""" + "|".join(sorted(map(re.escape, quoted))) + r""")\b""",
+            r"""\bslime(?:_plugins)?[./]""",
+        ]
+        return re.compile("|".join(alternatives))
+
     @cached_property
     def trigger(self) -> re.Pattern[str]:
         """Any token some rule could act on; a file without one is returned unchanged."""
-        words = {"sglang", "SGLang", "Sglang", "SGLANG", "meta_info"}
-        for rule in self.rules.of_kind("module"):
-            words.add(rule.from_.split(".")[0])
-        for rule in self.rules.of_kind("kwarg"):
-            words.add(rule.from_)
-        for rule in self.rules.of_kind("string"):
-            if rule.role in ("endpoint", "field"):
-                words.add(rule.from_.lstrip("/"))
-        for rule in self.rules.of_kind("name"):
-            words.add(rule.from_)
-        return re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
+        parts = [self.string_trigger.pattern, self.module_roots.pattern, r"meta_info"]
+        if self.kwarg_trigger is not None:
+            parts.append(self.kwarg_trigger.pattern)
+        return re.compile("|".join(f"(?:{part})" for part in parts))
 
     @staticmethod
     def is_identifier(value: str) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst._nodes.internal import CodegenState
 
 from sync.rules import Rule
 from sync.translator.compiled import CompiledRules
@@ -50,17 +50,28 @@ class RecordingTransformer(cst.CSTTransformer):
         self.events.append(Event(node, rule, False, offset))
 
 
-def resolve_lines(module: cst.Module, statement: cst.CSTNode, events: list[Event]) -> list[tuple[Event, int]]:
-    """1-based line of each event relative to the start of ``statement``'s code (leading lines included)."""
-    if not events:
-        return []
-    wrapper = MetadataWrapper(
-        module.with_changes(body=[statement], header=[], footer=[]), unsafe_skip_copy=True
-    )
-    positions = wrapper.resolve(PositionProvider)
-    resolved = []
-    for event in events:
-        position = positions.get(event.node)
-        line = position.start.line if position is not None else 1
-        resolved.append((event, line + event.offset))
-    return resolved
+@dataclass
+class _LineCodegenState(CodegenState):
+    """Code generation that only counts lines and notes the line where each node starts."""
+
+    line: int = 1
+    starts: dict = field(default_factory=dict)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        if "\n" in value:
+            self.line += value.count("\n")
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self.starts[node] = self.line
+
+
+def line_map(module: cst.Module, statement: cst.CSTNode) -> dict[cst.CSTNode, int]:
+    """1-based start line of every node of ``statement``, counted from its first (leading) line.
+
+    libcst's PositionProvider computes full ranges for every node and costs several times more;
+    a line per node is all provenance needs.
+    """
+    state = _LineCodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    statement._codegen(state)
+    return state.starts

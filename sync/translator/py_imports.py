@@ -57,6 +57,9 @@ class ImportedName:
     new_name: str
     rule: Rule | None
 
+    new_asname: str | None = None
+    name_rule: Rule | None = None  # the name rule that renamed the imported name, if any
+
     @property
     def leaves_code(self) -> bool:
         return self.rule is not None and self.rule.leaves_code
@@ -77,9 +80,13 @@ def resolve_from_import(
             resolved.append(ImportedName(module, name, asname, None, name, rule))
             continue
         new_module, _, new_name = new_dotted.rpartition(".")
+        new_asname, name_rule = asname, None
         if rule is not None and rule.to.startswith("vime"):  # first-party: names follow the name rules
-            new_name, _ = rules.rename_identifier(new_name)
-        resolved.append(ImportedName(module, name, asname, new_module, new_name, rule))
+            new_name, name_rule = rules.rename_identifier(new_name)
+            if asname:
+                new_asname, alias_rule = rules.rename_identifier(asname)
+                name_rule = name_rule or alias_rule
+        resolved.append(ImportedName(module, name, asname, new_module, new_name, rule, new_asname, name_rule))
     return resolved
 
 
@@ -104,7 +111,9 @@ def scan_bindings(text: str, rules: CompiledRules, path: str) -> Bindings:
             for dotted, asname in names:
                 new, rule = rules.rules.map_dotted(dotted)
                 local = asname or dotted.split(".")[0]
-                if asname:
+                if rule is not None and rule.leaves_code:
+                    bindings[local] = (None, rule)
+                elif asname:
                     bindings[local] = (asname, rule)
                 elif rule is not None:
                     bindings[local] = ((new or dotted).split(".")[0] if new else None, rule)
@@ -117,8 +126,10 @@ def scan_bindings(text: str, rules: CompiledRules, path: str) -> Bindings:
             continue
         for imported in resolve_from_import(rules, absolute, names):
             local = imported.asname or imported.name
-            if imported.asname:
-                bindings[local] = (imported.asname, imported.rule)
+            if imported.leaves_code:
+                bindings[local] = (None, imported.rule)
+            elif imported.asname:
+                bindings[local] = (imported.new_asname, imported.rule)
             elif imported.new_module is None:
                 bindings[local] = (None, imported.rule)
             else:
@@ -182,22 +193,34 @@ class ImportPass(RecordingTransformer):
             relative = relative_module(target, level, self.context.dst_path or self.context.path)
             if relative is None:
                 return updated_node
-            new_module = dotted_node(relative) if relative else None
+            new_module_text = relative
         else:
-            new_module = dotted_node(target)
-        changed = (target != absolute) or any(item.new_name != item.name for item in mapped)
-        if not changed:
+            new_module_text = target
+        module_changed = new_module_text != module
+        if module_changed:
+            anchor = original_node.module if original_node.module is not None else original_node
+            for rule_id in dict.fromkeys(item.rule.id for item in mapped if item.rule is not None):
+                self.applied(anchor, self.rules.rules.rule(rule_id))
+        result = updated_node.with_changes(module=dotted_node(new_module_text) if new_module_text else None)
+        if star:
+            return result if module_changed else updated_node
+        new_aliases = []
+        for original_alias, alias, item in zip(original_node.names, aliases, mapped, strict=True):
+            renamed = _renamed_alias(alias, item)
+            if renamed is not alias:
+                self.applied(original_alias, item.name_rule or item.rule)
+            new_aliases.append(renamed)
+        if not module_changed and all(a is b for a, b in zip(new_aliases, aliases, strict=True)):
             return updated_node
-        for rule_id in dict.fromkeys(item.rule.id for item in mapped if item.rule is not None):
-            self.applied(original_node, self.rules.rules.rule(rule_id))
-        result = updated_node.with_changes(module=new_module)
-        if not star:
-            new_aliases = [
-                alias.with_changes(name=cst.Name(item.new_name)) if item.new_name != item.name else alias
-                for alias, item in zip(aliases, mapped, strict=True)
-            ]
-            result = result.with_changes(names=new_aliases)
-        return result
+        return result.with_changes(names=new_aliases)
+
+
+def _renamed_alias(alias: cst.ImportAlias, item: ImportedName) -> cst.ImportAlias:
+    if item.new_name != item.name:
+        alias = alias.with_changes(name=cst.Name(item.new_name))
+    if item.new_asname != item.asname and item.new_asname and alias.asname is not None:
+        alias = alias.with_changes(asname=alias.asname.with_changes(name=cst.Name(item.new_asname)))
+    return alias
 
 
 def _asname(alias: cst.ImportAlias) -> str | None:

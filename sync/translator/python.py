@@ -7,12 +7,13 @@ as they are. No pass adds or removes lines, so a line of the output is the same 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import libcst as cst
 
-from sync.translator.compiled import CompiledRules
-from sync.translator.cst_base import PassContext, RecordingTransformer, resolve_lines
+from sync.translator.compiled import SGLANG_REFERENCE, CompiledRules
+from sync.translator.cst_base import PassContext, RecordingTransformer, line_map
 from sync.translator.model import Applied, Hit
 from sync.translator.py_imports import ImportPass, scan_bindings
 from sync.translator.py_kwargs import KeywordPass
@@ -24,18 +25,45 @@ from sync.translator.scan import snippet
 PassFactory = Callable[[PassContext], RecordingTransformer]
 
 
-def _passes(rules: CompiledRules, code: str) -> list[PassFactory]:
+def _passes(rules: CompiledRules, code: str, renamed: re.Pattern[str] | None) -> list[PassFactory]:
     """The passes a statement needs, judged from its text (cheap; libcst visits are not)."""
     chosen: list[PassFactory] = []
     if "meta_info" in code or "output_token_logprobs" in code:
         chosen.append(ShapePass)
-    if any(word in code for word in rules.kwargs):
+    if rules.kwarg_trigger is not None and rules.kwarg_trigger.search(code):
         chosen.append(KeywordPass)
-    chosen.append(StringRolePass)
-    chosen.append(NamePass)
-    if "import" in code:
+    if rules.string_trigger.search(code):
+        chosen.append(StringRolePass)
+    if SGLANG_REFERENCE.search(code) or (renamed is not None and renamed.search(code)):
+        chosen.append(NamePass)
+    if rules.import_trigger.search(code) and rules.module_roots.search(code):
         chosen.append(ImportPass)
     return chosen
+
+
+def _renamed_bindings(context: PassContext) -> re.Pattern[str] | None:
+    """Names whose import changes them (``ServerArgs`` → ``EngineArgs``): uses must follow."""
+    names = [old for old, (new, _rule) in context.bindings.items() if new is not None and new != old]
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b") if names else None
+
+
+class _Lines:
+    """Lines of events inside one top-level statement, computed lazily and at most once per tree."""
+
+    def __init__(self, module: cst.Module, start: int) -> None:
+        self.module = module
+        self.start = start
+        self.maps: list[dict] = []
+
+    def line_of(self, event, tree: cst.CSTNode) -> int:
+        for starts in self.maps:
+            relative = starts.get(event.node)
+            if relative is not None:
+                return self.start + relative - 1 + event.offset
+        starts = line_map(self.module, tree)
+        self.maps.append(starts)
+        relative = starts.get(event.node, 1)
+        return self.start + relative - 1 + event.offset
 
 
 def _comment_lines(module: cst.Module, rules: CompiledRules, start: int, nodes, out_applied, out_hits):
@@ -58,12 +86,13 @@ def translate_python(
     text: str, path: str, dst_path: str | None, rules: CompiledRules
 ) -> tuple[str, list[Applied], list[Hit]]:
     """Translate one module's source. Raises ``libcst.ParserSyntaxError`` when it does not parse."""
-    if not rules.trigger.search(text) and "slime" not in text:
+    if not rules.trigger.search(text):
         return text, [], []
     module = cst.parse_module(text)
     context = PassContext(
         rules=rules, path=path, dst_path=dst_path, bindings=scan_bindings(text, rules, path)
     )
+    renamed = _renamed_bindings(context)
     applied: list[Applied] = []
     raw_hits: list[tuple[str, int]] = []
     header = _comment_lines(module, rules, 1, module.header, applied, raw_hits)
@@ -71,13 +100,15 @@ def translate_python(
     body = []
     for statement in module.body:
         code = module.code_for_node(statement)
-        if rules.trigger.search(code) or "slime" in code:
+        factories = _passes(rules, code, renamed) if rules.trigger.search(code) or renamed else []
+        if factories:
             current = statement
-            for factory in _passes(rules, code):
+            lines = _Lines(module, line)
+            for factory in factories:
                 transformer = factory(context)
                 updated = current.visit(transformer)
-                for event, relative in resolve_lines(module, current, transformer.events):
-                    absolute = line + relative - 1
+                for event in transformer.events:
+                    absolute = lines.line_of(event, current)
                     if event.applied:
                         applied.append(Applied(event.rule.id, absolute))
                     else:

@@ -32,7 +32,7 @@ def text_context(path: str) -> str:
 
 
 def translate_text(text: str, path: str, rules: CompiledRules) -> tuple[str, list[Applied], list[Hit]]:
-    if not rules.trigger.search(text) and "slime" not in text:
+    if not rules.trigger.search(text):
         return text, [], []
     new, applied, hits = rules.rewrite_text(text, text_context(path))
     lines = new.split("\n")
