@@ -128,14 +128,16 @@ def test_perturbed_weight_breaks_parity(megatron_cpu, tmp_path) -> None:
 def test_exported_weights_equal_hf_state_dict(megatron_cpu, tmp_path) -> None:
     from safetensors.torch import load_file
 
-    from vime.backends.megatron_utils.hf_io import iter_hf_tensors
+    from vime.backends.megatron_utils.buckets import plan_buckets
+    from vime.backends.megatron_utils.hf_io import iter_hf_tensors, plan_hf_tensors
     from vime.backends.megatron_utils.weight_export import send_weights
     from vime.backends.megatron_utils.weight_sinks import DiskSink
 
     hf_dir = _hf_model(tmp_path / "l", "llama", True)
     model, shape = _megatron(hf_dir)
     out = tmp_path / "export"
-    sent = send_weights(iter_hf_tensors(model, shape), DiskSink(out), bucket_bytes=200_000, progress=False)
+    plan = plan_buckets(plan_hf_tensors(model, shape), bucket_bytes=200_000)
+    sent = send_weights(iter_hf_tensors(model, shape), plan, DiskSink(out), progress=False)
     ref = load_file(str(hf_dir / "model.safetensors"))
     files = sorted(out.glob("model-*.safetensors"))
     assert len(files) > 1  # several buckets

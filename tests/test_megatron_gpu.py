@@ -29,7 +29,7 @@ def test_megatron_actor_on_two_gpus(tmp_path, tp: int, pp: int) -> None:
     cmd += [str(CHECKS), "--tp", str(tp), "--pp", str(pp), "--workdir", str(tmp_path)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     out = run.stdout + run.stderr
-    print(out[-6000:])
+    print("\n".join(line for line in out.splitlines() if line.startswith("CHECK")))
     assert run.returncode == 0, out[-3000:]
     for check in (
         "logprobs_match_hf",

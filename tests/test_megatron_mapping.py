@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vime.backends.megatron_utils.buckets import bucket_nbytes, pack_into, plan_buckets, unpack
+from vime.backends.megatron_utils.buckets import bucket_nbytes, pack_into, plan_buckets, specs_of, unpack
 from vime.backends.megatron_utils.hf_config import ModelShape, padded_vocab_size, shape_from_hf_config
 from vime.backends.megatron_utils.weight_mapping import Split, rule_for, to_hf, to_megatron_shard
 
@@ -150,13 +150,19 @@ def test_buckets_respect_size_and_round_trip() -> None:
     tensors = [
         (f"t{i}", torch.randn(i + 1, 33).to(torch.bfloat16 if i % 2 else torch.float32)) for i in range(20)
     ]
-    buckets = list(plan_buckets(iter(tensors), bucket_bytes=2048))
+    buckets = plan_buckets(specs_of(tensors), bucket_bytes=2048)
     assert len(buckets) > 1
     assert all(bucket_nbytes(b) <= 2048 or len(b) == 1 for b in buckets)
-    out = []
+    out, source = [], iter(t for _, t in tensors)
     for b in buckets:
-        flat = pack_into(torch.full((4096,), 255, dtype=torch.uint8), b)
-        out += unpack(flat.clone(), [m for m, _ in b])
+        flat = pack_into(torch.full((4096,), 255, dtype=torch.uint8), b, [next(source) for _ in b])
+        out += unpack(flat.clone(), b)
     assert [n for n, _ in out] == [n for n, _ in tensors]
     for (_, a), (_, b) in zip(out, tensors, strict=True):
         assert a.dtype == b.dtype and torch.equal(a, b)
+
+
+def test_pack_refuses_a_tensor_that_does_not_match_the_plan() -> None:
+    plan = plan_buckets([("a", torch.float32, (2, 3))], bucket_bytes=1024)
+    with pytest.raises(RuntimeError, match="a: planned"):
+        pack_into(torch.empty(1024, dtype=torch.uint8), plan[0], [torch.zeros(3, 2)])

@@ -1,12 +1,13 @@
-"""Pack named tensors into flat byte buckets of a bounded size, and unpack them again.
+"""Plan named tensors into flat byte buckets of a bounded size; pack and unpack them.
 
 One flat buffer per bucket means one collective (or one file, or one IPC handle) per bucket instead
-of one per tensor. The metadata says where each tensor lies in the buffer.
+of one per tensor. The plan (names, dtypes, shapes, offsets) is computed before any tensor is
+gathered, so receivers learn the whole layout up front and never wait on per-bucket metadata.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -28,37 +29,47 @@ def _aligned(n: int) -> int:
 
 
 def plan_buckets(
-    tensors: Iterable[tuple[str, torch.Tensor]], bucket_bytes: int
-) -> Iterator[list[tuple[TensorMeta, torch.Tensor]]]:
-    """Group tensors (lazily) into buckets of at most ``bucket_bytes`` (a larger tensor gets its own)."""
-    current: list[tuple[TensorMeta, torch.Tensor]] = []
+    specs: Iterable[tuple[str, torch.dtype, tuple[int, ...]]], bucket_bytes: int
+) -> list[list[TensorMeta]]:
+    """Group (name, dtype, shape) specs, in order, into buckets of at most ``bucket_bytes``
+    (a tensor larger than that gets a bucket of its own)."""
+    buckets: list[list[TensorMeta]] = []
+    current: list[TensorMeta] = []
     used = 0
-    for name, t in tensors:
-        nbytes = t.numel() * t.element_size()
+    for name, dtype, shape in specs:
+        nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
         if current and used + _aligned(nbytes) > bucket_bytes:
-            yield current
+            buckets.append(current)
             current, used = [], 0
-        current.append((TensorMeta(name, t.dtype, tuple(t.shape), used, nbytes), t))
+        current.append(TensorMeta(name, dtype, tuple(shape), used, nbytes))
         used += _aligned(nbytes)
     if current:
-        yield current
+        buckets.append(current)
+    return buckets
 
 
-def bucket_nbytes(bucket: list[tuple[TensorMeta, torch.Tensor]]) -> int:
-    last = bucket[-1][0]
-    return last.offset + _aligned(last.nbytes)
+def specs_of(tensors: Iterable[tuple[str, torch.Tensor]]) -> list[tuple[str, torch.dtype, tuple[int, ...]]]:
+    return [(n, t.dtype, tuple(t.shape)) for n, t in tensors]
 
 
-def pack_into(buffer: torch.Tensor, bucket: list[tuple[TensorMeta, torch.Tensor]]) -> torch.Tensor:
-    """Copy the bucket's tensors into ``buffer`` (uint8, large enough); returns the used prefix."""
-    for meta, t in bucket:
-        view(buffer, meta).copy_(t)
-    return buffer[: bucket_nbytes(bucket)]
+def bucket_nbytes(metas: list[TensorMeta]) -> int:
+    return metas[-1].offset + _aligned(metas[-1].nbytes)
 
 
 def view(buffer: torch.Tensor, meta: TensorMeta) -> torch.Tensor:
     """The tensor ``meta`` describes, as a view into a packed uint8 buffer (no copy)."""
     return buffer[meta.offset : meta.offset + meta.nbytes].view(meta.dtype).view(meta.shape)
+
+
+def pack_into(buffer: torch.Tensor, metas: list[TensorMeta], tensors: list[torch.Tensor]) -> torch.Tensor:
+    """Copy ``tensors`` (in plan order) into ``buffer`` (uint8, large enough); returns the used prefix."""
+    for meta, t in zip(metas, tensors, strict=True):
+        if tuple(t.shape) != meta.shape or t.dtype != meta.dtype:
+            raise RuntimeError(
+                f"{meta.name}: planned {meta.dtype}{list(meta.shape)}, got {t.dtype}{list(t.shape)}"
+            )
+        view(buffer, meta).copy_(t)
+    return buffer[: bucket_nbytes(metas)]
 
 
 def unpack(buffer: torch.Tensor, metas: list[TensorMeta]) -> list[tuple[str, torch.Tensor]]:

@@ -30,11 +30,16 @@ def latest_step(root: str | Path) -> int | None:
     return int(text)
 
 
+# Megatron-LM's default layout for the distributed optimizer's state: one shard per DP rank's
+# contiguous buffer, saved and loaded in parallel (0.16.1 rejects its older "model space" layout).
+_METADATA = {"distrib_optim_sharding_type": "dp_reshardable", "singleton_local_shards": False}
+
+
 def _sharded_state(model, optimizer, is_loading: bool) -> dict:
-    model_sd = model.sharded_state_dict()
+    model_sd = model.sharded_state_dict(metadata=dict(_METADATA))
     state = {"model": model_sd}
     if optimizer is not None and hasattr(optimizer, "sharded_state_dict"):
-        state["optimizer"] = optimizer.sharded_state_dict(model_sd, is_loading=is_loading)
+        state["optimizer"] = optimizer.sharded_state_dict(model_sd, is_loading=is_loading, metadata=dict(_METADATA))
     return state
 
 

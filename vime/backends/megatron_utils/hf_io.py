@@ -115,3 +115,23 @@ def write_safetensors_index(dest: str | Path, weight_map: dict[str, str], total_
     """The index file HF loaders use to find each tensor among several safetensors files."""
     index = {"metadata": {"total_size": total_bytes}, "weight_map": dict(sorted(weight_map.items()))}
     (Path(dest) / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
+
+
+def plan_hf_tensors(
+    model: torch.nn.Module, shape: ModelShape
+) -> list[tuple[str, torch.dtype, tuple[int, ...]]]:
+    """(HF name, dtype, shape) of everything ``iter_hf_tensors`` will yield, in the same order, computed
+    on meta tensors: no gather, no copy, no communication."""
+    from megatron.core import parallel_state
+
+    tp_size = parallel_state.get_tensor_model_parallel_world_size()
+    offset = layer_offset(model)
+    specs = []
+    for name, param in unwrap(model).named_parameters():
+        if not exported_by(name, shape):
+            continue
+        rule = rule_for(name, shape, offset)
+        meta = torch.empty(param.shape, dtype=param.dtype, device="meta")
+        shards = [meta] * (1 if rule.split.value == "replicated" else tp_size)
+        specs += [(n, t.dtype, tuple(t.shape)) for n, t in to_hf(rule, shards, shape)]
+    return specs

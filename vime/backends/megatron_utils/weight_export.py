@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from vime.backends.megatron_utils.buckets import bucket_nbytes, pack_into, plan_buckets
+from vime.backends.megatron_utils.buckets import TensorMeta, bucket_nbytes, pack_into, plan_buckets
+from vime.backends.megatron_utils.hf_io import plan_hf_tensors
 from vime.backends.megatron_utils.weight_sinks import WeightSink
 
 DEFAULT_BUCKET_BYTES = 1 << 30  # 1 GiB: NCCL reaches its broadcast ceiling from about here (DESIGN.md)
@@ -57,22 +58,23 @@ def _held(lock):
 
 def send_weights(
     named_tensors: Iterable[tuple[str, torch.Tensor]],
+    plan: list[list[TensorMeta]],
     sink: WeightSink,
     *,
-    bucket_bytes: int = DEFAULT_BUCKET_BYTES,
     lock=None,
     device: torch.device | str | None = None,
     progress: bool = True,
-    total_bytes: int | None = None,
 ) -> int:
-    """Pack ``named_tensors`` into buckets and push them through ``sink``; returns the bytes sent.
+    """Pack ``named_tensors`` (produced lazily, in plan order) bucket by bucket into ``sink``.
 
     Two pack buffers alternate, so packing bucket i+1 overlaps an asynchronous send of bucket i.
+    Returns the bytes sent.
     """
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
+    tensors = iter(named_tensors)
     buffers: list[torch.Tensor | None] = [None, None]
-    sent = 0
+    total = sum(bucket_nbytes(b) for b in plan)
     bar = Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -82,24 +84,31 @@ def send_weights(
         disable=not progress,
     )
     with _held(lock), bar:
-        task = bar.add_task("update weights", total=total_bytes)
-        sink.begin()
-        for i, bucket in enumerate(plan_buckets(named_tensors, bucket_bytes)):
-            need = bucket_nbytes(bucket)
-            slot = i % 2
+        task = bar.add_task("update weights", total=total)
+        sink.begin(plan)
+        for i, metas in enumerate(plan):
+            batch = [next(tensors) for _ in metas]
+            for meta, (name, _) in zip(metas, batch, strict=True):
+                if name != meta.name:
+                    raise RuntimeError(f"weight export out of plan order: expected {meta.name}, got {name}")
+            need, slot = bucket_nbytes(metas), i % 2
             if hasattr(sink, "wait_oldest") and i >= 2:
                 sink.wait_oldest()  # the send that last used this buffer must be done
             if buffers[slot] is None or buffers[slot].numel() < need:
-                dev = device if device is not None else bucket[0][1].device
-                buffers[slot] = torch.empty(max(need, bucket_bytes), dtype=torch.uint8, device=dev)
-            sink.send([m for m, _ in bucket], pack_into(buffers[slot], bucket))
-            sent += need
+                dev = device if device is not None else batch[0][1].device
+                buffers[slot] = torch.empty(max(need, bucket_nbytes(plan[0])), dtype=torch.uint8, device=dev)
+            sink.send(metas, pack_into(buffers[slot], metas, [t for _, t in batch]))
             bar.update(task, advance=need)
         sink.finish()
-    return sent
+    return total
 
 
-def export_actor_weights(actor, sink: WeightSink, **kwargs) -> int:
+def plan_actor_export(actor, bucket_bytes: int = DEFAULT_BUCKET_BYTES) -> list[list[TensorMeta]]:
+    """The bucket plan of this pipeline stage's weights (no communication)."""
+    return plan_buckets(plan_hf_tensors(actor.model, actor.cfg.shape), bucket_bytes)
+
+
+def export_actor_weights(actor, sink: WeightSink, bucket_bytes: int = DEFAULT_BUCKET_BYTES, **kwargs) -> int:
     """Every rank calls this; the tensor-parallel gathers are collective, and only the first
     data-parallel, first tensor-parallel rank of each pipeline stage feeds ``sink``. Returns bytes sent
     (0 on ranks that do not send)."""
@@ -109,7 +118,7 @@ def export_actor_weights(actor, sink: WeightSink, **kwargs) -> int:
         return 0
     tensors = actor.hf_weights()
     if is_weight_source():
-        return send_weights(tensors, sink, **kwargs)
+        return send_weights(tensors, plan_actor_export(actor, bucket_bytes), sink, **kwargs)
     for _ in tensors:  # take part in the tensor-parallel gathers
         pass
     return 0

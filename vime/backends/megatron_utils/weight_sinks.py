@@ -1,7 +1,8 @@
 """Where exported weight buckets go: NCCL broadcast to engines, CUDA IPC handles, or disk.
 
-A sink sees ``begin()``, then ``send(metas, flat)`` per bucket, then ``finish()``. The exporter
-(weight_export.py) holds the engines' lock around the whole sequence.
+A sink sees ``begin(plan)`` (every bucket's metadata, before any data), then ``send(metas, flat)``
+per bucket, then ``finish()``. The exporter (weight_export.py) holds the engines' lock around the
+whole sequence.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from vime.backends.megatron_utils.buckets import TensorMeta, unpack
 
 
 class WeightSink(Protocol):
-    def begin(self) -> None: ...
+    def begin(self, plan: list[list[TensorMeta]]) -> None: ...
     def send(self, metas: list[TensorMeta], flat: torch.Tensor) -> None: ...
     def finish(self) -> None: ...
 
@@ -26,21 +27,21 @@ class WeightSink(Protocol):
 class NcclBroadcastSink:
     """Broadcast each bucket from this rank over ``group`` (trainer rank + every engine worker).
 
-    ``announce(metas, nbytes)`` tells the receivers what comes next (over HTTP for vLLM engines, or over
-    the group itself, see ``announce_over_group``); the broadcast is asynchronous, so packing the next
-    bucket overlaps it. ``finish`` waits for the last one, then calls ``on_finish`` (e.g. reset the
-    engines' prefix caches).
+    ``announce(plan)`` tells the receivers the whole layout once, before any data (over HTTP for vLLM
+    engines, or over the group itself, see ``announce_over_group``); each broadcast is asynchronous,
+    so packing the next bucket overlaps it and the receivers never wait on per-bucket metadata.
+    ``finish`` waits for the last one, then calls ``on_finish`` (e.g. reset the engines' prefix caches).
     """
 
-    def __init__(self, group, src: int, announce: Callable[[list[TensorMeta], int], None], on_finish=None):
+    def __init__(self, group, src: int, announce: Callable[[list[list[TensorMeta]]], None], on_finish=None):
         self.group, self.src, self.announce, self.on_finish = group, src, announce, on_finish
         self.pending: list = []
 
-    def begin(self) -> None:
+    def begin(self, plan: list[list[TensorMeta]]) -> None:
         self.pending = []
+        self.announce(plan)
 
     def send(self, metas: list[TensorMeta], flat: torch.Tensor) -> None:
-        self.announce(metas, flat.numel())
         self.pending.append(dist.broadcast(flat, self.src, group=self.group, async_op=True))
 
     def wait_oldest(self) -> None:
@@ -55,18 +56,13 @@ class NcclBroadcastSink:
             self.on_finish()
 
 
-def announce_over_group(group, src: int) -> Callable[[list[TensorMeta], int], None]:
-    """Send the bucket's metadata as a pickled object over the same group (receivers without HTTP)."""
+def announce_over_group(group, src: int) -> Callable[[list[list[TensorMeta]]], None]:
+    """Send the plan as one pickled object over the same group (receivers without HTTP)."""
 
-    def announce(metas: list[TensorMeta], nbytes: int) -> None:
-        dist.broadcast_object_list([(metas, nbytes)], src=src, group=group)
+    def announce(plan: list[list[TensorMeta]]) -> None:
+        dist.broadcast_object_list([plan], src=src, group=group)
 
     return announce
-
-
-def end_of_stream(group, src: int) -> None:
-    """Tell receivers (weight_receiver.BucketReceiver) that no bucket follows."""
-    dist.broadcast_object_list([None], src=src, group=group)
 
 
 class IpcSink:
@@ -79,7 +75,7 @@ class IpcSink:
     def __init__(self, deliver: Callable[[tuple, list[TensorMeta]], None], on_finish=None):
         self.deliver, self.on_finish = deliver, on_finish
 
-    def begin(self) -> None:
+    def begin(self, plan: list[list[TensorMeta]]) -> None:
         pass
 
     def send(self, metas: list[TensorMeta], flat: torch.Tensor) -> None:
@@ -119,7 +115,7 @@ class DiskSink:
         self.total = 0
         self.count = 0
 
-    def begin(self) -> None:
+    def begin(self, plan: list[list[TensorMeta]]) -> None:
         self.dest.mkdir(parents=True, exist_ok=True)
         record = self.dest / f".vime_export_{self.prefix}"
         if record.exists():  # remove only the files our previous export wrote, never anything else
