@@ -12,7 +12,7 @@ from rich.console import Console
 FILE_PRS_NAMES = ("file_prs.json", "window.json")  # where a window's report keeps {path: [PR, ...]}
 
 
-def load_file_prs(report_dir: Path, explicit: Path | None) -> tuple[dict[str, list[int]], str | None]:
+def load_file_prs(report_dir: Path, explicit: Path | None) -> tuple[dict[str, list[int | str]], str | None]:
     """The file -> PRs map: ``--file-prs`` if given, else from the report directory; else empty."""
     candidates = [explicit] if explicit else [report_dir / name for name in FILE_PRS_NAMES]
     for path in candidates:
@@ -25,7 +25,9 @@ def load_file_prs(report_dir: Path, explicit: Path | None) -> tuple[dict[str, li
         mapping = data.get("file_prs", data) if isinstance(data, dict) else None
         if not isinstance(mapping, dict) or not all(isinstance(v, list) for v in mapping.values()):
             raise typer.BadParameter(f"{path} must map file paths to lists of PR numbers")
-        return {str(k): [int(pr) for pr in v] for k, v in mapping.items()}, None
+        return {
+            str(k): [pr if isinstance(pr, int) else str(pr) for pr in v] for k, v in mapping.items()
+        }, None
     if explicit:
         raise typer.BadParameter(f"--file-prs {explicit} not found")
     return {}, f"no file_prs.json in {report_dir}: failures name files but not PRs"
@@ -56,7 +58,7 @@ def register(app: typer.Typer) -> None:
         """Static checks (compile, sglang imports, --vllm-* flags, conflict markers) and the hook contracts."""
         from sync.gate import GateConfigError, run_gate
 
-        console = Console(stderr=True)
+        console = Console(stderr=True, soft_wrap=True)
         worktree = worktree.resolve()
         if not worktree.is_dir():
             console.print(f"vime-sync gate: worktree {worktree} does not exist; pass --worktree PATH")

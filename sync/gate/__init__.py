@@ -14,7 +14,7 @@ from sync.gate.config import GateConfig, GateConfigError, load_gate_config
 from sync.gate.contracts import INSTALL_ROOT, ContractSetupError, default_runs, framework_path, run_contract
 from sync.gate.files import worktree_files
 from sync.gate.report import render_markdown, write_report
-from sync.gate.result import CheckSummary, GateFailure, GateResult
+from sync.gate.result import CheckSummary, FilePRs, GateFailure, GateResult
 from sync.gate.static_checks import check_compiles, check_conflict_markers, check_sglang_imports
 from sync.gate.vllm_flags import (
     VllmNotInstalled,
@@ -44,7 +44,7 @@ def _load_rules(worktree: Path):
 
 
 def run_static_checks(
-    worktree: Path, file_prs: dict[str, list[int]], config: GateConfig, result: GateResult, rules=None
+    worktree: Path, file_prs: FilePRs, config: GateConfig, result: GateResult, rules=None
 ) -> None:
     files = worktree_files(worktree, config.exclude)
     py_files = [f for f in files if f.endswith(".py")]
@@ -76,7 +76,7 @@ def run_static_checks(
 
 def run_contracts(
     worktree: Path,
-    file_prs: dict[str, list[int]],
+    file_prs: FilePRs,
     config: GateConfig,
     result: GateResult,
     on_step: StepCallback,
@@ -103,7 +103,7 @@ def run_contracts(
 def run_gate(
     worktree: Path,
     report_dir: Path,
-    file_prs: dict[str, list[int]] | None = None,
+    file_prs: FilePRs | None = None,
     *,
     rules=None,
     on_step: StepCallback | None = None,

@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from sync.gate.config import ContractRun
-from sync.gate.result import GateFailure, prs_for
+from sync.gate.result import FilePRs, GateFailure, prs_for
 
 INSTALL_ROOT = Path(__file__).resolve().parents[2]
 CONTRACT_DIR = "tests/contract"
@@ -131,9 +131,7 @@ def _junit_failures(xml_path: Path) -> list[tuple[str, str, str]]:
     return found
 
 
-def run_contract(
-    worktree: Path, run: ContractRun, file_prs: dict[str, list[int]]
-) -> tuple[list[GateFailure], str | None]:
+def run_contract(worktree: Path, run: ContractRun, file_prs: FilePRs) -> tuple[list[GateFailure], str | None]:
     """Run one contract file; return its failures and a note about the import path used."""
     contract_file = _from_worktree_or_install(worktree, run.file)
     runner = _from_worktree_or_install(worktree, RUNNER)
@@ -172,12 +170,12 @@ def run_contract(
     return failures, note
 
 
-def _files_named(text: str, file_prs: dict[str, list[int]]) -> list[str]:
+def _files_named(text: str, file_prs: FilePRs) -> list[str]:
     """Window files that a traceback mentions (so a failure deep in a helper still names its PR)."""
     return [path for path in file_prs if path.endswith(".py") and path in text]
 
 
-def _failure(run: ContractRun, message: str, files: list[str], file_prs: dict[str, list[int]]) -> GateFailure:
+def _failure(run: ContractRun, message: str, files: list[str], file_prs: FilePRs) -> GateFailure:
     files = sorted(dict.fromkeys(files))
     return GateFailure(
         check="contract",

@@ -5,21 +5,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sync.gate.result import GateResult
+from sync.gate.result import GateResult, pr_label
 
 
 def render_markdown(result: GateResult) -> str:
     verdict = "PASSED" if result.passed else f"FAILED ({len(result.failures)} failure(s))"
     lines = [f"## Gate: {verdict}", ""]
     if result.prs:
-        lines += ["PRs behind the failures: " + ", ".join(f"#{pr}" for pr in result.prs), ""]
+        lines += ["PRs behind the failures: " + ", ".join(pr_label(pr) for pr in result.prs), ""]
     lines += ["| check | status | checked | note |", "|---|---|---|---|"]
     for check in result.checks:
         lines.append(f"| {check.name} | {check.status} | {check.checked} | {check.note} |")
     if result.failures:
         lines += ["", "### Failures", ""]
         for failure in result.failures:
-            prs = ", ".join(f"#{pr}" for pr in failure.prs) or "none in the window"
+            prs = ", ".join(pr_label(pr) for pr in failure.prs) or "none in the window"
             files = ", ".join(f"`{f}`" for f in failure.files) or "-"
             lines.append(f"- **{failure.check}**: {failure.message}  \n  files: {files}; PRs: {prs}")
     if result.notes:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+PR = int | str  # a PR number, or the short sha of a direct push (no PR)
+FilePRs = dict[str, list[PR]]  # worktree path -> the window's PRs that touched it
+
 
 @dataclass
 class GateFailure:
@@ -12,12 +15,12 @@ class GateFailure:
     check: str  # "compile", "sglang-import", "vllm-flag", "conflict-marker", "contract"
     message: str  # one line: what is wrong and how to fix it
     files: list[str] = field(default_factory=list)  # worktree-relative paths
-    prs: list[int] = field(default_factory=list)  # upstream PRs in the window that touched those files
+    prs: list[PR] = field(default_factory=list)  # upstream PRs (or direct-push shas) that touched those files
     line: int | None = None
 
     def describe(self) -> str:
         where = ", ".join(f"{f}:{self.line}" if self.line and len(self.files) == 1 else f for f in self.files)
-        prs = ", ".join(f"#{pr}" for pr in self.prs) if self.prs else "no PR in the window"
+        prs = ", ".join(pr_label(pr) for pr in self.prs) if self.prs else "no PR in the window"
         return f"[{self.check}] {self.message} (files: {where or '-'}; PRs: {prs})"
 
 
@@ -44,9 +47,9 @@ class GateResult:
         return not self.failures
 
     @property
-    def prs(self) -> list[int]:
-        """Every PR named by a failure, sorted."""
-        return sorted({pr for failure in self.failures for pr in failure.prs})
+    def prs(self) -> list[PR]:
+        """Every PR named by a failure: numbers ascending, then direct-push shas."""
+        return sorted({pr for failure in self.failures for pr in failure.prs}, key=_pr_order)
 
     def to_dict(self) -> dict:
         return {
@@ -58,6 +61,15 @@ class GateResult:
         }
 
 
-def prs_for(files: list[str], file_prs: dict[str, list[int]]) -> list[int]:
-    """The PRs that touched any of ``files``, sorted, each once."""
-    return sorted({pr for path in files for pr in file_prs.get(path, [])})
+def prs_for(files: list[str], file_prs: dict[str, list[PR]]) -> list[PR]:
+    """The PRs that touched any of ``files``, each once: numbers ascending, then direct-push shas."""
+    return sorted({pr for path in files for pr in file_prs.get(path, [])}, key=_pr_order)
+
+
+def pr_label(pr: PR) -> str:
+    """``#116`` for a PR, the short sha for a direct push."""
+    return f"#{pr}" if isinstance(pr, int) else str(pr)
+
+
+def _pr_order(pr: PR) -> tuple[int, int, str]:
+    return (0, pr, "") if isinstance(pr, int) else (1, 0, str(pr))

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from sync.gate.files import read_text
-from sync.gate.result import GateFailure, prs_for
+from sync.gate.result import FilePRs, GateFailure, prs_for
 
 _SGLANG_TOP = re.compile(r"^sglang(_\w+)?$")
 _MARKER = re.compile(r"^(<{7}|>{7}|\|{7})(?: |$)")
@@ -16,7 +16,7 @@ _SEPARATOR = re.compile(r"^={7}$")
 
 
 def check_compiles(
-    worktree: Path, py_files: Iterable[str], file_prs: dict[str, list[int]]
+    worktree: Path, py_files: Iterable[str], file_prs: FilePRs
 ) -> tuple[list[GateFailure], dict[str, ast.Module]]:
     """Every Python file parses and compiles (Python 3.11); returns the trees of those that do."""
     failures, trees = [], {}
@@ -71,9 +71,7 @@ def keep_rule_for(rules, module: str, path: str):
     return None
 
 
-def check_sglang_imports(
-    trees: dict[str, ast.Module], rules, file_prs: dict[str, list[int]]
-) -> list[GateFailure]:
+def check_sglang_imports(trees: dict[str, ast.Module], rules, file_prs: FilePRs) -> list[GateFailure]:
     """No SGLang import survives translation unless a ``keep`` rule says it stays on purpose."""
     failures = []
     for rel, tree in sorted(trees.items()):
@@ -105,9 +103,7 @@ def conflict_marker_lines(text: str) -> list[int]:
     return lines
 
 
-def check_conflict_markers(
-    worktree: Path, files: Iterable[str], file_prs: dict[str, list[int]]
-) -> list[GateFailure]:
+def check_conflict_markers(worktree: Path, files: Iterable[str], file_prs: FilePRs) -> list[GateFailure]:
     failures = []
     for rel in files:
         text = read_text(worktree / rel)

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from sync.gate.files import read_text
-from sync.gate.result import GateFailure, prs_for
+from sync.gate.result import FilePRs, GateFailure, prs_for
 
 _FLAG = re.compile(r"(?<![\w-])--vllm-([a-z0-9][a-z0-9-]*)")
 _COMMENT = re.compile(r"(^|\s)#.*$")
@@ -78,7 +78,7 @@ def check_vllm_flags(
     worktree: Path,
     scripts: Iterable[str],
     own_flags: set[str],
-    file_prs: dict[str, list[int]],
+    file_prs: FilePRs,
     server_options: frozenset[str],
 ) -> list[GateFailure]:
     failures = []
