@@ -108,6 +108,19 @@ class ShapePass(RecordingTransformer):
             return inner
         return updated_node
 
+    # {"rid": X} (the whole body of an abort) -> {"request_ids": [X]}
+    def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.BaseExpression:
+        if len(updated_node.elements) != 1 or not m.matches(
+            updated_node.elements[0], m.DictElement(key=_string("rid"))
+        ):
+            return updated_node
+        element = updated_node.elements[0]
+        self.applied(original_node, self._rule("shape.abort_rid"))
+        new_element = element.with_changes(
+            key=cst.SimpleString('"request_ids"'), value=cst.List([cst.Element(element.value)])
+        )
+        return updated_node.with_changes(elements=[new_element])
+
     # [item[1] for item in PAIRS] -> [item["token_id"] for item in CONTENT]
     def leave_ListComp(self, original_node: cst.ListComp, updated_node: cst.ListComp) -> cst.ListComp:
         source = updated_node.for_in.iter
