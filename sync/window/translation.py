@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,18 +73,27 @@ class Translated:
         )
 
 
+def _translator_sources(translate_fn: TranslateFn) -> list[Path]:
+    """Source files whose change may change a translation: the function's module, and for vime's own
+    translator the rules loader and the ``sync/translator`` package (not the rest of ``sync``)."""
+    sources: list[Path] = []
+    module = sys.modules.get(getattr(translate_fn, "__module__", "") or "")
+    module_file = getattr(module, "__file__", None)
+    if module_file:
+        sources.append(Path(module_file).resolve())
+    sync_root = Path(__file__).resolve().parents[1]
+    if sources and sources[0].parent == sync_root:
+        sources.append(sync_root / "rules.py")
+        sources += sorted((sync_root / "translator").rglob("*.py"))
+    return [s for s in sources if s.exists()]
+
+
 def translator_fingerprint(rules_hash: str, translate_fn: TranslateFn) -> str:
     """Hash of the rules plus the translator's own source, so a code change invalidates the cache too."""
     h = hashlib.sha256(rules_hash.encode())
-    module = getattr(translate_fn, "__module__", "") or ""
-    h.update(module.encode() + b":" + getattr(translate_fn, "__qualname__", "").encode())
-    sync_root = Path(__file__).resolve().parents[1]
-    for src in sorted(sync_root.rglob("*.py")):
-        rel = src.relative_to(sync_root).as_posix()
-        if rel.startswith(("window/", "reports/", "commands/")):
-            continue
-        h.update(rel.encode())
-        h.update(src.read_bytes())
+    h.update(f"{translate_fn.__module__}:{translate_fn.__qualname__}".encode())
+    for src in _translator_sources(translate_fn):
+        h.update(src.name.encode() + b"\0" + src.read_bytes())
     return h.hexdigest()[:32]
 
 
