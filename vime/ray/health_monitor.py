@@ -1,0 +1,113 @@
+"""Engine health monitor (``--use-fault-tolerance``): notice a dead engine, bring it back in sync.
+
+Every ``--rollout-health-check-interval`` seconds each engine vime started is asked for
+``/health``. A dead one is taken out of the router (so retried requests go to healthy engines or
+wait), restarted on its port — in a fresh Ray actor if the actor itself died — reloaded with the
+latest weights and re-tagged with their version, and only then registered with the router again.
+Requests it lost are re-sent by the rollout's generate retry loop (``vime.rollout.generate``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+import ray
+
+from vime.ray.engine_group import EngineGroup
+from vime.ray.router_process import RouterClient
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Recovery:
+    rank: int
+    url: str
+    reason: str
+    seconds: float
+    weights_path: str | None
+
+
+@dataclass
+class HealthMonitor:
+    engines: EngineGroup
+    router: RouterClient
+    interval_s: float = 5.0
+    check_timeout_s: float = 10.0
+    first_wait_s: float = 0.0
+    recoveries: list[Recovery] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._paused = threading.Event()
+        self._lock = threading.Lock()  # held while an engine is being recovered
+        self.weights_path: str | None = None
+        self.weight_version: str | None = None
+        self._thread = threading.Thread(target=self._loop, name="vime-health-monitor", daemon=True)
+
+    def start(self) -> HealthMonitor:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.interval_s + self.check_timeout_s + 5)
+
+    def pause(self) -> None:
+        """Stop checking (during deliberate engine stops); ``resume`` starts again."""
+        self._paused.set()
+
+    def resume(self) -> None:
+        self._paused.clear()
+
+    def note_weights(self, path: str, version: str | None) -> None:
+        """The checkpoint a restarted engine must load before it serves again."""
+        self.weights_path, self.weight_version = path, version
+
+    def _loop(self) -> None:
+        if self._stop.wait(self.first_wait_s):
+            return
+        while not self._stop.wait(self.interval_s):
+            if self._paused.is_set():
+                continue
+            for rank in range(len(self.engines.actors)):
+                reason = self._check(rank)
+                if reason is not None and not self._stop.is_set():
+                    self.recover(rank, reason)
+
+    def _check(self, rank: int) -> str | None:
+        """None when healthy, else why not."""
+        try:
+            healthy = ray.get(
+                self.engines.actors[rank].health.remote(self.check_timeout_s),
+                timeout=self.check_timeout_s + 5,
+            )
+        except ray.exceptions.RayActorError:
+            return "engine actor died"
+        except Exception as exc:
+            return f"health check failed: {exc}"
+        return None if healthy else "server not healthy"
+
+    def recover(self, rank: int, reason: str) -> Recovery:
+        """Restart engine ``rank``, re-sync its weights, put it back behind the router."""
+        with self._lock:
+            started = time.monotonic()
+            url = self.engines.owned_urls[rank]
+            logger.warning("vLLM engine %d at %s: %s; restarting it", rank, url, reason)
+            self.router.remove_worker(url)
+            actor = self.engines.actors[rank]
+            if reason == "engine actor died":
+                actor = self.engines.replace_actor(rank)
+            if self.weights_path is not None:
+                ray.get(actor.set_weights.remote(self.weights_path, self.weight_version))
+            ray.get(actor.restart.remote(self.engines.start_timeout_s))
+            self.router.add_worker(url)
+            recovery = Recovery(rank, url, reason, time.monotonic() - started, self.weights_path)
+            self.recoveries.append(recovery)
+            logger.warning(
+                "vLLM engine %d back after %.1fs on weights %s", rank, recovery.seconds, self.weights_path
+            )
+            return recovery

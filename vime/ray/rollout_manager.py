@@ -1,0 +1,274 @@
+"""The RolloutManager: vLLM engines + vllm-router + data source + rollout function, behind one Ray actor.
+
+API (``RolloutManager`` is the Ray actor class; ``LocalRolloutManager`` the same class in-process)::
+
+    manager = RolloutManager.options(num_cpus=0).remote(args, pg)   # starts router + engines, waits
+    data = ray.get(manager.generate.remote(rollout_id))     # train data dict (convert_samples_to_train_data)
+    out = ray.get(manager.generate_samples.remote(rollout_id))  # RolloutFnTrainOutput (groups of Samples)
+    metrics = ray.get(manager.eval.remote(rollout_id))       # {"eval/<name>": mean reward, ...}
+    seconds = ray.get(manager.update_weights_from_disk.remote(path, version))  # pause→reload→reset→resume
+    ray.get(manager.pause.remote("wait")); ray.get(manager.resume.remote())
+    ray.get(manager.offload.remote()); ray.get(manager.onload.remote())  # sleep/wake (GPU; CPU logs why not)
+    ray.get(manager.health.remote())       # {"engines": [...], "router": url, "recoveries": [...]}
+    ray.get(manager.save.remote(rollout_id)); ray.get(manager.load.remote(rollout_id))  # data-source state
+    ray.get(manager.num_rollout.remote())
+    ray.get(manager.dispose.remote())      # stop monitor, engines, router (also: shutdown)
+
+``--debug-rollout-only`` (train.py): create the manager, then per step ``generate`` →
+``vime.rollout.debug_data.save_rollout_data(args.save_debug_rollout_data, rollout_id, data)``;
+``--load-debug-rollout-data`` reads it back with ``load_rollout_data`` and needs no manager.
+
+Engines: ``--rollout-num-engines`` local ones (0 allowed) plus ``--rollout-external-engine-addrs``.
+After start, ``args.vllm_router_ip`` / ``args.vllm_router_port`` name the router that rollout
+functions send generate requests to.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from argparse import Namespace
+from typing import Any
+
+import ray
+
+from vime.backends.vllm_utils.arguments import router_cli_args, vllm_server_cli_args
+from vime.ray.engine_group import EngineGroup
+from vime.ray.health_monitor import HealthMonitor
+from vime.ray.router_process import RouterClient, RouterProcess
+from vime.utils.http_utils import allocate_ports, get_host_ip
+from vime.utils.misc import load_function
+from vime.utils.types import RolloutFnEvalOutput, RolloutFnTrainOutput, Sample, call_rollout_fn
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ROLLOUT_FUNCTION = "vime.rollout.vllm_rollout.generate_rollout"
+
+
+def _on_cpu() -> bool:
+    try:
+        import torch
+
+        return not torch.cuda.is_available()
+    except ImportError:
+        return True
+
+
+def _flatten(groups: list) -> list[Sample]:
+    return [s for group in groups for item in group for s in (item if isinstance(item, list) else [item])]
+
+
+class LocalRolloutManager:
+    """Owns the rollout side of a run (see the module docstring for the call sequence)."""
+
+    def __init__(self, args: Namespace, pg: Any = None):
+        self.args = args
+        self.pg = pg
+        self.on_cpu = _on_cpu()
+        self.log_dir = getattr(args, "vllm_log_dir", None) or tempfile.mkdtemp(prefix="vime_vllm_logs_")
+        self.router_process: RouterProcess | None = None
+        self.engines: EngineGroup | None = None
+        self.monitor: HealthMonitor | None = None
+        self.weights_path: str | None = None
+        self.weight_version: str | None = None
+        self.data_source = None
+        started = time.monotonic()
+        try:
+            self._start_router()
+            self._start_engines()
+        except Exception:
+            self.dispose()
+            raise
+        self.start_seconds = time.monotonic() - started
+        if getattr(args, "use_fault_tolerance", False) and self.engines.actors:
+            self.monitor = HealthMonitor(
+                self.engines,
+                self.router,
+                interval_s=float(getattr(args, "rollout_health_check_interval", 5.0)),
+                check_timeout_s=float(getattr(args, "rollout_health_check_timeout", 10.0)),
+                first_wait_s=float(getattr(args, "rollout_health_check_first_wait", 0.0) or 0.0),
+            ).start()
+
+    # ----- startup --------------------------------------------------------------------------------
+    def _start_router(self) -> None:
+        args = self.args
+        if getattr(args, "vllm_router_ip", None) and getattr(args, "vllm_router_port", None):
+            self.router = RouterClient(f"http://{args.vllm_router_ip}:{args.vllm_router_port}")
+            return
+        host = get_host_ip()
+        port = getattr(args, "vllm_router_port", None) or allocate_ports(1, start=30000, host=host)[0]
+        self.router_process = RouterProcess(host, port, router_cli_args(args), self.log_dir)
+        self.router_process.start()
+        self.router = self.router_process.client
+        args.vllm_router_ip, args.vllm_router_port = host, port
+
+    def _start_engines(self) -> None:
+        args = self.args
+        num_engines = getattr(args, "rollout_num_engines", None)
+        external = list(getattr(args, "rollout_external_engine_addrs", None) or [])
+        if num_engines is None:
+            num_engines = 0 if (external or not self.on_cpu) else 1
+        self.engines = EngineGroup(
+            args.hf_checkpoint,
+            int(num_engines),
+            vllm_server_cli_args(args, on_cpu=self.on_cpu) if num_engines else [],
+            self.log_dir,
+            host=get_host_ip(),
+            base_port=int(getattr(args, "vllm_base_port", 15000) or 15000),
+            on_cpu=self.on_cpu,
+            num_gpus_per_engine=0
+            if self.on_cpu
+            else int(getattr(args, "rollout_num_gpus_per_engine", 1) or 1),
+            external_addrs=external,
+            start_timeout_s=float(getattr(args, "vllm_engine_start_timeout", 600.0) or 600.0),
+        )
+        self.engines.start()
+        for url in self.engines.urls:
+            if url not in self.router.workers():
+                self.router.add_worker(url)
+        args.rollout_num_engines_total = len(self.engines)
+        logger.info("rollout engines behind %s: %s", self.router.url, self.engines.urls)
+
+    # ----- data ----------------------------------------------------------------------------------
+    def _data_source(self):
+        if self.data_source is None:
+            from vime.rollout.data_source import make_data_source
+
+            self.data_source = make_data_source(self.args)
+        return self.data_source
+
+    def _require_engines(self) -> None:
+        if self.engines is None or len(self.engines) == 0:
+            raise RuntimeError(
+                "no rollout engines: --rollout-num-engines is 0 and no --rollout-external-engine-addrs; "
+                "start some, or use --load-debug-rollout-data"
+            )
+
+    def generate_samples(self, rollout_id: int) -> RolloutFnTrainOutput:
+        """Run the rollout function for one step and return its groups of Samples."""
+        self._require_engines()
+        fn = load_function(getattr(self.args, "rollout_function_path", None) or DEFAULT_ROLLOUT_FUNCTION)
+        return call_rollout_fn(fn, self.args, rollout_id, self._data_source(), evaluation=False)
+
+    def generate(self, rollout_id: int) -> dict[str, list]:
+        """One step's training data: generate, log rollout metrics, convert samples to the trainer's dict."""
+        from vime.rollout.rollout_metrics import log_rollout_data
+        from vime.rollout.train_data import convert_samples_to_train_data
+
+        started = time.monotonic()
+        output = self.generate_samples(rollout_id)
+        samples = _flatten(output.samples)
+        log_rollout_data(rollout_id, self.args, samples, output.metrics, time.monotonic() - started)
+        path = getattr(self.args, "custom_convert_samples_to_train_data_path", None)
+        convert = load_function(path) if path else convert_samples_to_train_data
+        return convert(self.args, samples)
+
+    def eval_output(self, rollout_id: int) -> RolloutFnEvalOutput:
+        self._require_engines()
+        path = getattr(self.args, "eval_function_path", None) or getattr(
+            self.args, "rollout_function_path", None
+        )
+        fn = load_function(path or DEFAULT_ROLLOUT_FUNCTION)
+        return call_rollout_fn(fn, self.args, rollout_id, self._data_source(), evaluation=True)
+
+    def eval(self, rollout_id: int) -> dict[str, float]:
+        """Run the eval datasets; return ``eval/<name>`` mean rewards and truncation ratios."""
+        from vime.rollout.rollout_metrics import log_eval_rollout_data
+
+        output = self.eval_output(rollout_id)
+        log_eval_rollout_data(rollout_id, self.args, output.data, output.metrics)
+        metrics: dict[str, float] = {}
+        for name, result in output.data.items():
+            rewards = [float(r) for r in result.get("rewards") or []]
+            if rewards:
+                metrics[f"eval/{name}"] = sum(rewards) / len(rewards)
+            truncated = result.get("truncated") or []
+            if truncated:
+                metrics[f"eval/{name}-truncated_ratio"] = sum(map(bool, truncated)) / len(truncated)
+        return metrics
+
+    def num_rollout(self) -> int:
+        args = self.args
+        if getattr(args, "num_rollout", None) is not None:
+            return int(args.num_rollout)
+        prompts = len(self._data_source())
+        return max(1, prompts * int(getattr(args, "num_epoch", 1) or 1) // int(args.rollout_batch_size))
+
+    def save(self, rollout_id: int) -> None:
+        self._data_source().save(rollout_id)
+
+    def load(self, rollout_id: int | None = None) -> None:
+        self._data_source().load(rollout_id)
+
+    # ----- engines control --------------------------------------------------------------------
+    def update_weights_from_disk(
+        self, path: str, version: str | None = None, pause_mode: str = "wait"
+    ) -> float:
+        """Every engine: pause → reload ``path`` → reset prefix cache → tag ``version`` → resume."""
+        started = time.monotonic()
+        if self.monitor is not None:
+            self.monitor.note_weights(path, version)
+            with self.monitor._lock:  # not while an engine is being recovered
+                self.engines.call("update_weights_from_disk", path, version, pause_mode)
+        elif self.engines is not None and len(self.engines):
+            self.engines.call("update_weights_from_disk", path, version, pause_mode)
+        self.weights_path, self.weight_version = path, version
+        return time.monotonic() - started
+
+    def pause(self, mode: str = "wait") -> None:
+        self.engines.call("pause", mode)
+
+    def resume(self) -> None:
+        self.engines.call("resume")
+
+    def abort(self) -> list[int]:
+        return self.engines.call("abort")
+
+    def reset_prefix_cache(self) -> None:
+        self.engines.call("reset_prefix_cache")
+
+    def offload(self) -> list[bool]:
+        """Release engine memory while training runs (GPU); on the CPU each engine logs that it cannot."""
+        return self.engines.call("sleep", 1)
+
+    def onload(self, tags: list[str] | None = None) -> list[bool]:
+        return self.engines.call("wake_up", tags)
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "router": self.router.url,
+            "engines": self.engines.urls if self.engines else [],
+            "healthy": self.engines.call("health") if self.engines else [],
+            "recoveries": [vars(r) for r in self.monitor.recoveries] if self.monitor else [],
+            "weights_path": self.weights_path,
+            "weight_version": self.weight_version,
+        }
+
+    def engine_urls(self) -> list[str]:
+        return self.engines.urls if self.engines else []
+
+    def router_url(self) -> str:
+        return self.router.url
+
+    def kill_engine_server(self, rank: int) -> int | None:
+        """Crash engine ``rank``'s server (SIGKILL), as a fault would; returns the pid killed. For tests."""
+        actor = self.engines.actors[rank]
+        pid = ray.get(actor.server_pid.remote())
+        ray.get(actor.kill_server.remote())
+        return pid
+
+    def dispose(self) -> None:
+        """Stop the health monitor, every engine vime started and the router; safe to call twice."""
+        if self.monitor is not None:
+            self.monitor.stop()
+            self.monitor = None
+        if self.engines is not None:
+            self.engines.stop()
+        if self.router_process is not None:
+            self.router_process.stop()
+
+    shutdown = dispose
+
+
+RolloutManager = ray.remote(LocalRolloutManager)

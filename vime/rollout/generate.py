@@ -1,0 +1,161 @@
+"""One token-in/token-out generate call per sample, through vllm-router, with retries across engine deaths.
+
+A request is sent as ``POST /inference/v1/generate {token_ids, sampling_params, request_id}``; the
+answer's ``choices[0]`` carries the new token ids, their log probabilities, the finish reason
+(stop / length / abort) and the weight versions that produced them. Nothing is written on the
+Sample until an answer arrives, so a request lost to a dead engine is simply sent again (to a
+healthy engine, or to the restarted one): no token is counted twice and no sample is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from argparse import Namespace
+from typing import Any
+
+from vime.utils.http_utils import CONNECTION_ERRORS, HTTPStatusError, post
+from vime.utils.types import Sample
+
+logger = logging.getLogger(__name__)
+
+# HTTP answers that mean "the engine behind the router is gone / not there yet", not "bad request".
+RETRYABLE_STATUS = {500, 502, 503, 504}
+
+
+def router_url(args: Namespace, route: str = "") -> str:
+    ip, port = getattr(args, "vllm_router_ip", None), getattr(args, "vllm_router_port", None)
+    if ip is None or port is None:
+        raise RuntimeError(
+            "args.vllm_router_ip / vllm_router_port are unset: start a RolloutManager (it sets them) "
+            "or pass --vllm-router-ip/--vllm-router-port"
+        )
+    return f"http://{ip}:{port}{route}"
+
+
+def build_sampling_params(
+    args: Namespace,
+    *,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    top_k: int | None = None,
+    max_tokens: int | None = None,
+) -> dict[str, Any]:
+    """vLLM sampling params from slime's rollout flags (max_new_tokens → max_tokens, no_stop_trim → include_stop_str_in_output)."""
+    params: dict[str, Any] = {
+        "temperature": args.rollout_temperature if temperature is None else temperature,
+        "top_p": args.rollout_top_p if top_p is None else top_p,
+        "top_k": args.rollout_top_k if top_k is None else top_k,
+        "max_tokens": args.rollout_max_response_len if max_tokens is None else max_tokens,
+        "skip_special_tokens": bool(getattr(args, "rollout_skip_special_tokens", False)),
+        "include_stop_str_in_output": True,
+        "spaces_between_special_tokens": False,
+        "logprobs": 0,  # the sampled token's own log probability
+    }
+    if getattr(args, "rollout_stop", None):
+        params["stop"] = list(args.rollout_stop)
+    if getattr(args, "rollout_stop_token_ids", None):
+        params["stop_token_ids"] = list(args.rollout_stop_token_ids)
+    return params
+
+
+def prompt_token_ids(sample: Sample, tokenizer: Any) -> list[int]:
+    """The ids to send: the sample's tokens when it has some (a continued partial sample), else its prompt encoded."""
+    if sample.tokens:
+        return list(sample.tokens)
+    if isinstance(sample.prompt, list):
+        return list(tokenizer.apply_chat_template(sample.prompt, tokenize=True, add_generation_prompt=True))
+    return tokenizer.encode(sample.prompt, add_special_tokens=False)
+
+
+async def post_generate(
+    url: str,
+    payload: dict[str, Any],
+    *,
+    retry_timeout_s: float,
+    is_aborted=lambda: False,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """POST a generate request; retry while engines are down. None when the rollout aborted meanwhile."""
+    deadline = time.monotonic() + retry_timeout_s
+    delay = 0.5
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await post(url, payload, headers=headers)
+        except HTTPStatusError as exc:
+            if exc.status not in RETRYABLE_STATUS:
+                raise
+            error: Exception = exc
+        except CONNECTION_ERRORS as exc:
+            error = exc
+        if is_aborted():
+            return None
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"generate request lost {attempt} times, giving up after {retry_timeout_s:.0f}s "
+                f"(raise --rollout-request-retry-timeout or check the engines): {error}"
+            ) from error
+        if attempt == 1:
+            logger.warning("generate request failed (%s); retrying until an engine takes it", error)
+        payload = {**payload, "request_id": f"{payload.get('request_id', 'vime')}-r{attempt}"}
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 5.0)
+
+
+def apply_generate_output(sample: Sample, choice: dict[str, Any], tokenizer: Any) -> Sample:
+    """Append a generate answer's tokens, log probabilities, versions and finish reason to ``sample``."""
+    tokens = [int(t) for t in choice.get("token_ids") or []]
+    content = (choice.get("logprobs") or {}).get("content") or []
+    log_probs = [float(item["logprob"]) for item in content] if content else None
+    if log_probs is not None and len(log_probs) != len(tokens):
+        raise RuntimeError(f"engine returned {len(tokens)} tokens but {len(log_probs)} log probabilities")
+    if tokens:
+        text = tokenizer.decode(tokens, skip_special_tokens=False) if tokenizer is not None else None
+        sample.append_response_tokens(
+            tokens, log_probs if log_probs is not None else [0.0] * len(tokens), text=text
+        )
+    for span in choice.get("weight_versions") or []:
+        sample.weight_versions.append(str(span.get("version")))
+    sample.apply_finish_reason(choice.get("finish_reason"))
+    return sample
+
+
+async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, Any]) -> Sample:
+    """vime's default generate hook: one request for ``sample`` through the router (``--custom-generate-function-path`` replaces it)."""
+    from vime.rollout.vllm_rollout import GenerateState
+
+    state = GenerateState(args)
+    if sample.status not in (Sample.Status.PENDING, Sample.Status.ABORTED):
+        raise ValueError(
+            f"sample {sample.index} has status {sample.status.value}: only pending or aborted samples are generated"
+        )
+    prompt_ids = prompt_token_ids(sample, state.tokenizer)
+    params = dict(sampling_params)
+    params["max_tokens"] = int(params["max_tokens"]) - sample.response_length
+    if params["max_tokens"] < 0:
+        raise ValueError(
+            f"sample {sample.index} already has {sample.response_length} response tokens, over max_tokens"
+        )
+    if params["max_tokens"] == 0:
+        sample.status = Sample.Status.TRUNCATED
+        return sample
+    if not sample.tokens:
+        sample.tokens = list(prompt_ids)
+    payload = {"token_ids": prompt_ids, "sampling_params": params, "request_id": f"vime-{uuid.uuid4().hex}"}
+    # vllm-router's consistent_hash policy keys on x-session-id (slime: X-SMG-Routing-Key)
+    headers = {"x-session-id": sample.session_id} if sample.session_id else None
+    output = await post_generate(
+        router_url(args, "/inference/v1/generate"),
+        payload,
+        headers=headers,
+        retry_timeout_s=float(getattr(args, "rollout_request_retry_timeout", 900.0)),
+        is_aborted=lambda: state.aborted,
+    )
+    if output is None:
+        sample.status = Sample.Status.ABORTED
+        return sample
+    return apply_generate_output(sample, output["choices"][0], state.tokenizer)

@@ -1,0 +1,173 @@
+"""HTTP plumbing shared by the rollout side: free ports, async JSON calls, one background event loop.
+
+Rollout functions are async but called from synchronous code (the RolloutManager, tests, train.py),
+so a single long-lived event loop runs in a daemon thread; ``run`` submits coroutines to it. That
+keeps one aiohttp session (and its connection pool) alive across rollouts instead of re-creating
+it for every step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Coroutine
+from typing import Any
+
+import aiohttp
+
+_DEFAULT_TIMEOUT_S = 3600.0
+
+
+class HTTPStatusError(RuntimeError):
+    """A non-2xx answer; keeps the status and the body so callers can tell a dead engine from bad input."""
+
+    def __init__(self, method: str, url: str, status: int, body: str):
+        super().__init__(f"{method} {url} answered HTTP {status}: {body[:300]}")
+        self.status = status
+        self.body = body
+
+
+# ----- ports ---------------------------------------------------------------------------------
+_reserved_ports: set[int] = set()
+_port_lock = threading.Lock()
+
+
+def is_port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True when nothing listens on ``host:port`` and we can bind it right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def allocate_ports(count: int, start: int = 15000, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct free ports at or above ``start``, never handed out twice by this process.
+
+    Ports are chosen by one caller (the RolloutManager) for all engines before any engine starts,
+    so engines started in parallel cannot race for the same port.
+    """
+    ports: list[int] = []
+    with _port_lock:
+        port = start
+        while len(ports) < count:
+            if port > 65535:
+                raise RuntimeError(
+                    f"no {count} free ports at or above {start}; free some or pick another start"
+                )
+            if port not in _reserved_ports and is_port_free(port, host):
+                _reserved_ports.add(port)
+                ports.append(port)
+            port += 1
+    return ports
+
+
+def release_ports(ports: list[int]) -> None:
+    """Give ports back to the allocator (after the process using them stopped)."""
+    with _port_lock:
+        _reserved_ports.difference_update(ports)
+
+
+def get_host_ip() -> str:
+    """This node's address as other Ray nodes see it; 127.0.0.1 on a single machine."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return ray.util.get_node_ip_address()
+    except Exception:
+        pass
+    return "127.0.0.1"
+
+
+# ----- the background loop ---------------------------------------------------------------------
+class _LoopThread:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="vime-http-loop", daemon=True)
+        self.thread.start()
+
+
+_loop_thread: _LoopThread | None = None
+_loop_lock = threading.Lock()
+
+
+def background_loop() -> asyncio.AbstractEventLoop:
+    """The process-wide event loop used by ``run`` (started on first use)."""
+    global _loop_thread
+    with _loop_lock:
+        if _loop_thread is None:
+            _loop_thread = _LoopThread()
+        return _loop_thread.loop
+
+
+def run(coro: Coroutine[Any, Any, Any], timeout: float | None = None) -> Any:
+    """Run ``coro`` to completion on the background loop from synchronous code and return its result."""
+    loop = background_loop()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        raise RuntimeError("vime.utils.http_utils.run called from inside the background loop: await instead")
+    return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+
+
+# ----- async JSON calls -------------------------------------------------------------------------
+_sessions: dict[int, aiohttp.ClientSession] = {}
+
+
+def _session() -> aiohttp.ClientSession:
+    """One session per event loop (aiohttp sessions are bound to the loop that made them)."""
+    loop = asyncio.get_running_loop()
+    session = _sessions.get(id(loop))
+    if session is None or session.closed:
+        connector = aiohttp.TCPConnector(limit=0, force_close=False)
+        session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
+        _sessions[id(loop)] = session
+    return session
+
+
+async def request(
+    method: str,
+    url: str,
+    payload: Any = None,
+    *,
+    params: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float | None = _DEFAULT_TIMEOUT_S,
+) -> Any:
+    """Send a JSON request and return the decoded JSON answer (None for an empty body).
+
+    Raises ``HTTPStatusError`` on a non-2xx answer and aiohttp's connection errors as they are, so
+    the caller can retry a request that an engine lost.
+    """
+    client_timeout = aiohttp.ClientTimeout(total=timeout)
+    async with _session().request(
+        method, url, json=payload, params=params, headers=headers, timeout=client_timeout
+    ) as response:
+        body = await response.read()
+        if response.status >= 300:
+            raise HTTPStatusError(method, url, response.status, body.decode(errors="replace"))
+        if not body:
+            return None
+        try:
+            return await response.json(content_type=None)
+        except ValueError:
+            return body.decode(errors="replace")
+
+
+async def post(url: str, payload: Any = None, **kwargs: Any) -> Any:
+    """POST ``payload`` as JSON; see ``request``."""
+    return await request("POST", url, payload, **kwargs)
+
+
+async def get(url: str, **kwargs: Any) -> Any:
+    """GET and decode JSON; see ``request``."""
+    return await request("GET", url, **kwargs)
+
+
+CONNECTION_ERRORS = (aiohttp.ClientConnectionError, ConnectionError, asyncio.TimeoutError)
