@@ -91,5 +91,5 @@ def test_cli_prints_one_line_and_exits_1(sc):
         ],
     )
     assert result.exit_code == 1
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and "already exists" in lines[0]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("vime-sync window: branch sync/slime-11-14 already exists")

@@ -68,3 +68,22 @@ def test_next_window_reads_the_state_file(tmp_path):
     assert second.window.cutoff == first.window.tip
     assert [c.pr for c in second.window.commits] == [13, 16]
     assert (second.worktree / "vime/new_mod.py").read_text() == "from vllm import x\n\nNEW = 2\n"
+
+
+def test_parallel_translation_gives_the_same_tree(tmp_path, monkeypatch):
+    from sync.window import parallel
+
+    sc = build_scenario(tmp_path)
+    sequential = _run(sc, use_cache=False)
+    tree = git(sequential.worktree, "rev-parse", "HEAD^{tree}")
+    _drop(sc, sequential)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
+    monkeypatch.setenv("VIME_SYNC_JOBS", "2")
+    calls = []
+    real = parallel.pretranslate
+    monkeypatch.setattr(
+        "sync.window.run.pretranslate", lambda *a, **k: calls.append(real(*a, **k)) or calls[-1]
+    )
+    par = _run(sc)
+    assert calls and calls[0] == par.cache_misses > 0  # every translation came from the worker processes
+    assert git(par.worktree, "rev-parse", "HEAD^{tree}") == tree

@@ -91,3 +91,16 @@ def plan_change(
         if out.outcome == "modify_delete":
             out.remove.clear()
     return out
+
+
+def translation_jobs(changes: list[UpstreamChange], rules: Any) -> list[tuple[str, str]]:
+    """Every (upstream path, blob id) that ``plan_change`` will translate, for the parallel pre-pass."""
+    jobs: list[tuple[str, str]] = []
+    for c in changes:
+        if SPECIAL_MODES.get(c.new_mode) or SPECIAL_MODES.get(c.old_mode):
+            continue
+        if c.old_path and c.base_oid and rules.map_path(c.old_path):
+            jobs.append((c.old_path, c.base_oid))
+        if c.new_path and c.theirs_oid and rules.map_path(c.new_path):
+            jobs.append((c.new_path, c.theirs_oid))
+    return jobs

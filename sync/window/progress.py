@@ -28,3 +28,12 @@ def stage_progress(console: Console, title: str, total: int) -> Iterator[Callabl
 
         yield advance
         progress.update(task, item="done")
+
+
+@contextmanager
+def stage(console: Console, title: str) -> Iterator[list[str]]:
+    """A spinner while a short stage runs, then one line saying what it found; append to the yielded list."""
+    found: list[str] = []
+    with console.status(f"[bold]{title}[/bold] ..."):
+        yield found
+    console.print(f"[green]✓[/green] [bold]{title}[/bold]" + (f": {'; '.join(found)}" if found else ""))

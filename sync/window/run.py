@@ -33,8 +33,9 @@ from sync.window.gitio import (
 )
 from sync.window.history import Window, WindowError, resolve_window
 from sync.window.messages import merge_message, outcome_totals
-from sync.window.plan import Downstream, merge_labels, plan_change
-from sync.window.progress import stage_progress
+from sync.window.parallel import pretranslate
+from sync.window.plan import Downstream, merge_labels, plan_change, translation_jobs
+from sync.window.progress import stage, stage_progress
 from sync.window.state import STATE_PATH, SyncState, read_state
 from sync.window.translation import TranslateFn, TranslationCache, translate_one, translator_fingerprint
 from sync.window.worktree import (
@@ -143,10 +144,15 @@ def run_window(
     state = read_state(downstream)
     if from_pr is None and cutoff is None and state is not None:
         cutoff, from_pr = state.cutoff, state.last_pr + 1
-    try:
-        window = resolve_window(upstream, to_pr, from_pr, cutoff, upstream_ref)
-    except (WindowError, GitError) as exc:
-        raise SyncError(str(exc)) from exc
+    with stage(console, "window") as found:
+        try:
+            window = resolve_window(upstream, to_pr, from_pr, cutoff, upstream_ref)
+        except (WindowError, GitError) as exc:
+            raise SyncError(str(exc)) from exc
+        found.append(
+            f"#{window.from_pr}..#{window.to_pr}, cutoff {window.cutoff[:8]}, {len(window.prs)} PRs, "
+            f"{len(window.direct_pushes)} direct pushes, {len(window.late)} numbered in range but merged later"
+        )
     branch = branch_name(window.from_pr, window.to_pr)
     if branch_exists(downstream, branch):
         raise SyncError(
@@ -159,10 +165,12 @@ def run_window(
     )
     if worktree.exists():
         raise SyncError(f"worktree path {worktree} already exists; remove it or pass --worktree PATH")
-    rules, translate_fn = load_translator(downstream, rules, translate_fn)
-    reports_rel = report_dir_name(window.from_pr, window.to_pr)
-    changes = changed_files(upstream, window.cutoff, window.tip)
-    check_clean(downstream, _needed_paths(changes, rules, reports_rel))
+    with stage(console, "changed files") as found:
+        rules, translate_fn = load_translator(downstream, rules, translate_fn)
+        reports_rel = report_dir_name(window.from_pr, window.to_pr)
+        changes = changed_files(upstream, window.cutoff, window.tip)
+        check_clean(downstream, _needed_paths(changes, rules, reports_rel))
+        found.append(f"{len(changes)} upstream files changed, downstream clean where needed")
 
     head = git_text(downstream, "rev-parse", "HEAD")
     cache_root = Path(git_text(downstream, "rev-parse", "--git-common-dir"))
@@ -181,6 +189,7 @@ def run_window(
         def translate(path: str, oid: str):  # noqa: ANN202 - closure over the cache
             return translate_one(path, oid, up_blobs.read, translate_fn, rules, cache)
 
+        pretranslate(translation_jobs(changes, rules), up_blobs.read, translate_fn, rules, cache, console)
         if per_pr:
             from sync.window.perpr import per_pr_commits
 
@@ -191,16 +200,19 @@ def run_window(
             for change in changes:
                 outcomes.append(plan_change(change, rules, translate, down, labels))
                 advance(change.path)
-    questions, files = reports_for(window, branch, outcomes, downstream, head, state_for(window, rules))
-    console.print(f"[bold]Creating[/bold] branch {branch} in worktree {worktree}")
-    create_worktree(downstream, branch, worktree, head)
-    try:
-        touched = write_outcomes(worktree, outcomes) + write_files(worktree, files)
-        message = merge_message(window, outcomes, questions, reports_rel)
-        sha = commit_paths(worktree, touched, message, commit_date(upstream, window.tip))
-    except Exception:
-        remove_worktree(downstream, branch, worktree)
-        raise
+    with stage(console, "questions and reports") as found:
+        questions, files = reports_for(window, branch, outcomes, downstream, head, state_for(window, rules))
+        found.append(f"{len(questions)} questions, {len(files)} report files")
+    with stage(console, "branch and commit 1") as found:
+        create_worktree(downstream, branch, worktree, head)
+        try:
+            touched = write_outcomes(worktree, outcomes) + write_files(worktree, files)
+            message = merge_message(window, outcomes, questions, reports_rel)
+            sha = commit_paths(worktree, touched, message, commit_date(upstream, window.tip))
+        except Exception:
+            remove_worktree(downstream, branch, worktree)
+            raise
+        found.append(f"{branch} at {sha[:10]} in {worktree}")
     return WindowResult(
         window, branch, worktree, worktree / reports_rel, outcomes, questions, [sha], outcome_totals(outcomes),
         cache.hits, cache.misses, time.perf_counter() - started,

@@ -102,6 +102,7 @@ class TranslationCache:
 
     def __init__(self, root: Path | None, fingerprint: str) -> None:
         self.dir = root / fingerprint if root is not None else None
+        self.memory: dict[tuple[str, str], Translated] = {}  # filled by the parallel pre-pass
         self.hits = 0
         self.misses = 0
 
@@ -140,6 +141,8 @@ def translate_one(
     cache: TranslationCache,
 ) -> Translated:
     """Translation of upstream blob ``oid`` at ``path``, from the cache when present."""
+    if (path, oid) in cache.memory:
+        return cache.memory[(path, oid)]
     cached = cache.get(path, oid)
     if cached is not None:
         cache.hits += 1
