@@ -6,8 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from sync.rules import RuleTableError, load_rules
 from sync.translator.check import check_tables
@@ -39,18 +37,16 @@ def register(app: typer.Typer) -> None:
         rules_dir: RulesDir = None,
         kind: Annotated[str | None, typer.Option("--kind", help="Only this kind of rule.")] = None,
     ) -> None:
-        """Show the rules (id, kind, from, to, status) — the tables as a reviewer reads them."""
+        """Show the rules, one per line (id, kind, status, from -> to): easy to grep."""
         try:
             rules = load_rules(rules_dir)
         except RuleTableError as error:
             typer.echo(f"vime-sync rules: {error}", err=True)
             raise typer.Exit(2) from None
-        table = Table(title=f"rules ({rules.hash[:12]})")
-        for column in ("id", "kind", "from", "to", "status"):
-            table.add_column(column)
+        typer.echo(f"# {len(rules.rules)} rules, hash {rules.hash[:12]}: id, kind, status, from -> to")
         for rule in rules.rules:
             if kind is None or rule.kind == kind:
-                table.add_row(rule.id, rule.kind, rule.from_, rule.to, rule.status)
-        Console().print(table)
+                arrow = f" -> {rule.to}" if rule.to else ""
+                typer.echo(f"{rule.id}\t{rule.kind}\t{rule.status}\t{rule.from_}{arrow}")
 
     app.add_typer(rules_app, name="rules")

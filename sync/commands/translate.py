@@ -17,6 +17,15 @@ from sync.translate import TreeResult, translate_tree
 console = Console(stderr=True)
 
 
+class SourceError(Exception):
+    """The upstream source cannot be read; the message says which and how to fix it."""
+
+
+def fail(message: str) -> typer.Exit:
+    typer.echo(f"vime-sync translate: {message}", err=True)
+    return typer.Exit(2)
+
+
 def read_directory(src: Path) -> list[tuple[str, bytes]]:
     return [
         (path.relative_to(src).as_posix(), path.read_bytes())
@@ -33,8 +42,9 @@ def read_git_tree(repo: Path, rev: str) -> list[tuple[str, bytes]]:
         check=False,
     )
     if listing.returncode != 0:
-        raise typer.BadParameter(
-            f"{repo}: cannot read revision {rev!r} ({listing.stderr.decode().strip()}); pass a commit of that repository"
+        reason = listing.stderr.decode().strip().splitlines()[-1:] or ["not a git repository"]
+        raise SourceError(
+            f"{repo}: cannot read revision {rev!r} ({reason[0]}); pass a commit of that repository"
         )
     entries = []
     for record in listing.stdout.split(b"\0"):
@@ -114,15 +124,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Translate an upstream slime tree (SGLang) into vime's layout and vLLM code."""
         if not src.exists():
-            raise typer.BadParameter(f"{src} does not exist; pass an upstream directory or repository")
-        if out.resolve() == src.resolve():
-            raise typer.BadParameter(f"--out {out} is the source itself; pass another directory")
+            raise fail(f"{src} does not exist; pass an upstream directory or git repository")
+        if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
+            raise fail(f"--out {out} is inside the source {src}; pass a directory outside it")
         try:
             rules = load_rules(rules_dir)
-        except RuleTableError as error:
-            typer.echo(f"vime-sync translate: {error}", err=True)
-            raise typer.Exit(2) from None
-        files = read_git_tree(src, rev) if rev else read_directory(src)
+            files = read_git_tree(src, rev) if rev else read_directory(src)
+        except (RuleTableError, SourceError) as error:
+            raise fail(str(error)) from None
         with Progress(
             TextColumn("translating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
         ) as bar:

@@ -91,24 +91,26 @@ def _fullmatch(pattern: str, text: str) -> bool:
 
 
 def import_problems(rules: list[Rule]) -> list[str]:
-    """``full`` / ``partial`` module rules whose vLLM target does not import here."""
+    """``full`` / ``partial`` module rules whose vLLM target does not import here.
+
+    A target may name a module (``vllm_router``) or a member (``vllm.x.y.Name``): it passes when
+    either reading resolves. All targets are checked in one fresh interpreter.
+    """
     targets = [rule for rule in rules if rule.kind == "module" and rule.status in ("full", "partial")]
     targets = [rule for rule in targets if is_engine_module(rule.to)]
     uses = []
     for rule in targets:
-        module, _, name = rule.to.rpartition(".")
-        # A rule may name a module (vllm_router) or a member (vllm.x.y.Name): try as a member of its parent.
-        uses.append(ImportUse(rule.id, 0, module or rule.to, name if module else None))
+        parent, _, name = rule.to.rpartition(".")
+        uses.append(ImportUse(rule.id, 0, rule.to, None))
+        uses.append(ImportUse(rule.id, 0, parent or rule.to, name if parent else None))
+    results = resolve_in_subprocess(uses)
     problems = []
-    for rule, result in zip(targets, resolve_in_subprocess(uses), strict=True):
-        if not result.ok:
-            # the target may itself be a module: then importing it whole is the check
-            retry = resolve_in_subprocess([ImportUse(rule.id, 0, rule.to, None)])[0]
-            if retry.ok:
-                continue
+    for index, rule in enumerate(targets):
+        as_module, as_member = results[2 * index], results[2 * index + 1]
+        if not (as_module.ok or as_member.ok):
             problems.append(
                 f"{rule.source}: rule {rule.id!r} ({rule.status}) targets {rule.to!r}, which does not "
-                f"import in the installed vLLM ({result.reason}); fix the target or mark it unsupported"
+                f"import in the installed vLLM ({as_member.reason}); fix the target or mark it unsupported"
             )
     return problems
 

@@ -328,9 +328,15 @@ class CompiledRules:
         return re.compile("|".join(alternatives))
 
     @cached_property
+    def shape_trigger(self) -> re.Pattern[str]:
+        return re.compile(
+            r"""meta_info|output_token_logprobs|["']rid["']|finish_reason["'][^\n]*["']type["']"""
+        )
+
+    @cached_property
     def trigger(self) -> re.Pattern[str]:
         """Any token some rule could act on; a file without one is returned unchanged."""
-        parts = [self.string_trigger.pattern, self.module_roots.pattern, r"meta_info"]
+        parts = [self.string_trigger.pattern, self.module_roots.pattern, self.shape_trigger.pattern]
         if self.kwarg_trigger is not None:
             parts.append(self.kwarg_trigger.pattern)
         return re.compile("|".join(f"(?:{part})" for part in parts))

@@ -56,12 +56,12 @@ class TreeStats:
     """hipify-style totals: what was converted, what was left, per rule."""
 
     files_total: int = 0
-    files_translated: int = 0  # at least one rule applied
-    files_unchanged: int = 0
+    files_translated: int = 0  # at least one rule changed the contents
+    files_unchanged: int = 0  # contents as upstream (the path may still be mapped)
     files_binary: int = 0
     files_not_mirrored: int = 0
     files_parse_error: int = 0
-    rules_applied: Counter[str] = field(default_factory=Counter)
+    rules_applied: Counter[str] = field(default_factory=Counter)  # path rules included
     unsupported_hits: Counter[str] = field(default_factory=Counter)
     references_converted: int = 0
     references_unsupported: int = 0
@@ -82,7 +82,7 @@ class TreeStats:
             self.files_binary += 1
         elif result.kind == "not_mirrored":
             self.files_not_mirrored += 1
-        elif result.applied:
+        elif any(applied.line > 0 for applied in result.applied):
             self.files_translated += 1
         else:
             self.files_unchanged += 1
@@ -90,7 +90,7 @@ class TreeStats:
             self.files_parse_error += 1
         self.rules_applied.update(applied.rule_id for applied in result.applied)
         self.unsupported_hits.update(hit.rule_id for hit in result.unsupported)
-        self.references_converted += len(result.applied)
+        self.references_converted += sum(1 for applied in result.applied if applied.line > 0)
         self.references_unsupported += len(result.unsupported)
         self.references_unmapped += len(result.unmapped)
 

@@ -28,7 +28,7 @@ PassFactory = Callable[[PassContext], RecordingTransformer]
 def _passes(rules: CompiledRules, code: str, renamed: re.Pattern[str] | None) -> list[PassFactory]:
     """The passes a statement needs, judged from its text (cheap; libcst visits are not)."""
     chosen: list[PassFactory] = []
-    if "meta_info" in code or "output_token_logprobs" in code or "rid" in code:
+    if rules.shape_trigger.search(code):
         chosen.append(ShapePass)
     if rules.kwarg_trigger is not None and rules.kwarg_trigger.search(code):
         chosen.append(KeywordPass)
