@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -30,6 +32,7 @@ from sync.window import run_window
 from sync.window.changes import changed_files
 from sync.window.gitio import BlobReader, ls_tree
 from sync.window.history import find_pr_commit, first_parent_log
+from sync.window.parallel import default_workers
 from sync.window.textmerge import merge3
 
 FROM_PR, TO_PR = 2014, 2125
@@ -120,6 +123,12 @@ def plan_edits(up: Path, cutoff: str, tip: str, rules, files: dict[str, bytes]):
     return overlap, apart, outside, renamed
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (worker processes, git): load-independent cost."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def drop_branch(down: Path, result) -> None:
     sh(down, "worktree", "remove", "--force", str(result.worktree))
     sh(down, "branch", "-D", result.branch)
@@ -169,22 +178,25 @@ def main() -> None:
     )
 
     cache = down / ".git" / "vime-sync-cache"
-    cold, warm, ref = [], [], []
+    cold, warm, ref, cold_cpu, warm_cpu = [], [], [], [], []
+    load_before = os.getloadavg()[0]
     result = None
     for _ in range(args.repeats):
         ref.append(reference_run(up, down, cutoff, tip, rules))
         shutil.rmtree(cache, ignore_errors=True)
         if result:
             drop_branch(down, result)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), cpu_seconds()
         result = run_window(up, down, to_pr=TO_PR, from_pr=FROM_PR)
         cold.append(time.perf_counter() - t)
+        cold_cpu.append(cpu_seconds() - c)
     trees = set()
     for _ in range(args.repeats):
         drop_branch(down, result)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), cpu_seconds()
         result = run_window(up, down, to_pr=TO_PR, from_pr=FROM_PR)
         warm.append(time.perf_counter() - t)
+        warm_cpu.append(cpu_seconds() - c)
         trees.add(sh(result.worktree, "rev-parse", "HEAD^{tree}"))
     assert result is not None
 
@@ -245,6 +257,9 @@ def main() -> None:
     print(
         f"  cold runs {[round(x, 2) for x in cold]}, warm runs {[round(x, 2) for x in warm]}, reference {[round(x, 2) for x in ref]}"
     )
+    print(f"  CPU seconds (self + children), median: cold {med(cold_cpu):.1f}, warm {med(warm_cpu):.1f}")
+    print(f"  load average (1 min) before/after the timed runs: {load_before:.1f} / {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores; workers: {default_workers()}")  # fmt: skip
     print(f"  ratios: cold/reference {med(cold) / med(ref):.1f}x, warm/reference {med(warm) / med(ref):.1f}x")
     print(f"  last warm run: {result.cache_hits} cache hits, {result.cache_misses} misses")
 

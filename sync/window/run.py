@@ -171,6 +171,11 @@ def run_window(
         changes = changed_files(upstream, window.cutoff, window.tip)
         check_clean(downstream, _needed_paths(changes, rules, reports_rel))
         found.append(f"{len(changes)} upstream files changed, downstream clean where needed")
+    if state is not None and state.rules_hash != rules.hash:
+        console.print(
+            "[yellow]the rules changed since the last sync: base is translated with today's rules, so files "
+            "the downstream never edited may show rule changes as conflicts; review them as such[/yellow]"
+        )
 
     head = git_text(downstream, "rev-parse", "HEAD")
     cache_root = Path(git_text(downstream, "rev-parse", "--git-common-dir"))
