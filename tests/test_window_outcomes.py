@@ -78,7 +78,7 @@ def test_conflict_keeps_diff3_markers_with_base(synced):
     text = _read(result, "vime/c.py").decode()
     assert _outcome(result, "vime/c.py").outcome == "conflict"
     assert "<<<<<<< ours (vime)\nY = 'downstream'\n||||||| base" in text
-    assert "\nY = 2\n=======\nY = 'upstream'\n>>>>>>> theirs" in text
+    assert "\nY = 2\n=======\nY = 'vllm upstream'\n>>>>>>> theirs" in text
 
 
 def test_non_utf8_conflict_is_merged_as_bytes(synced):
@@ -151,6 +151,9 @@ def test_questions_cover_every_kind(synced):
     conflict = next(q for q in result.questions if q.file == "vime/c.py")
     assert conflict.tier == "Decide" and conflict.options == ["ours", "theirs", "both", "edit"]
     assert conflict.prs == [11] and conflict.lines[0] == 2
+    assert conflict.rules == ["fake.sglang"]  # the rule applied inside the hunk
+    latin = next(q for q in result.questions if q.file == "vime/latin.txt")
+    assert latin.rules == []  # fake.sglang applied on line 1, outside this hunk
     hit = next(q for q in result.questions if q.kind == "unsupported")
     assert hit.rules == ["fake.pull_weights"] and hit.prs == [14] and hit.default == "keep"
     assert [q.id for q in result.questions] == [f"Q{i}" for i in range(1, len(result.questions) + 1)]

@@ -171,7 +171,7 @@ def build_scenario(root: Path) -> Scenario:
     commit(up, "feature A: sglang everywhere (#11)", {
         "slime/a.py": A_PY.replace("return 2", "return 'sglang 2'"),
         "slime/b.py": B_PY.replace("def g():", "def g(x=0):"),
-        "slime/c.py": C_PY.replace("Y = 2", "Y = 'upstream'"),
+        "slime/c.py": C_PY.replace("Y = 2", "Y = 'sglang upstream'"),
         "slime/d.py": None, "slime/e.py": None,
     })  # fmt: skip
     commit(up, "older fix (#9)", {"docs/x.md": DOC_MD.replace("end line", "end line (upstream)")})

@@ -107,6 +107,18 @@ def _rules_in(out: FileOutcome) -> list[str]:
     return sorted({rid for rid, _ in out.theirs.applied})
 
 
+def _hunk_rules(out: FileOutcome, theirs_side: bytes) -> list[str]:
+    """Rules the translator applied on the lines of theirs that the hunk shows (all of the file's if not found)."""
+    if out.theirs is None:
+        return []
+    at = out.theirs.data.find(theirs_side) if theirs_side else -1
+    if at < 0:
+        return _rules_in(out)
+    first = out.theirs.data.count(b"\n", 0, at) + 1
+    last = first + max(theirs_side.count(b"\n") - 1, 0)
+    return sorted({rid for rid, line in out.theirs.applied if first <= line <= last})
+
+
 def _new_hits(out: FileOutcome) -> tuple[list[tuple[str, int, str]], list[tuple[str, int, str]]]:
     """Unsupported hits and unmapped references in theirs that the base did not already have."""
     if out.theirs is None:
@@ -154,6 +166,7 @@ def build_questions(
                 add(
                     out.outcome, out, h.key(out.outcome), f"{what}{'; ' + why if why else ''}", HUNK_OPTIONS, default,
                     lines=[h.start_line, h.end_line], hunk=h.index, marker_size=out.marker_size,
+                    rules=_hunk_rules(out, h.theirs),
                     sides={"ours": _text(h.ours), "base": _text(h.base), "theirs": _text(h.theirs)},
                 )  # fmt: skip
         elif out.outcome == "modify_delete":
