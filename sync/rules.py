@@ -92,8 +92,42 @@ class RuleSet:
     @cached_property
     def _path_rules(self) -> list[tuple[Rule, re.Pattern[str]]]:
         # Longer fragments first, so ``sglang_utils/sglang_engine.py`` wins over ``sglang_utils``.
-        ordered = sorted(self.of_kind("path"), key=lambda r: (-len(r.from_), r.id))
+        segments = [rule for rule in self.of_kind("path") if rule.extra.get("match", "segment") == "segment"]
+        ordered = sorted(segments, key=lambda r: (-len(r.from_), r.id))
         return [(rule, _segment_regex(rule.from_)) for rule in ordered]
+
+    @cached_property
+    def _part_rules(self) -> list[tuple[Rule, re.Pattern[str]]]:
+        """``match = "part"`` path rules: a word inside any path segment or module name."""
+        parts = [rule for rule in self.of_kind("path") if rule.extra.get("match") == "part"]
+        return [
+            (rule, re.compile(r"(?<![A-Za-z0-9])" + re.escape(rule.from_) + r"(?![a-z0-9])"))
+            for rule in parts
+        ]
+
+    @cached_property
+    def _kept_segments(self) -> list[str]:
+        return [rule.from_ for rule in self.of_kind("path") if rule.status == "keep"]
+
+    @cached_property
+    def first_party_roots(self) -> frozenset[str]:
+        """Top-level packages the framework owns downstream (``vime``, ``vime_plugins``)."""
+        return frozenset(
+            rule.to
+            for rule in self.of_kind("module")
+            if rule.status == "full" and "." not in rule.from_ and rule.to and "." not in rule.to
+        )
+
+    def rename_parts(self, segment: str) -> tuple[str, Rule | None]:
+        """Apply the part rules to one path segment or module component (kept names stay)."""
+        if any(fnmatch.fnmatchcase(segment, kept) for kept in self._kept_segments):
+            return segment, None
+        used = None
+        for rule, regex in self._part_rules:
+            new = regex.sub(rule.to, segment)
+            if new != segment:
+                segment, used = new, used or rule
+        return segment, used
 
     def not_mirrored_rule(self, upstream_path: str) -> Rule | None:
         for rule in self._not_mirrored:
@@ -116,7 +150,13 @@ class RuleSet:
             if new != path:
                 applied.append(rule)
                 path = new
-        return path, applied
+        segments = []
+        for segment in path.split("/"):
+            new, rule = self.rename_parts(segment)
+            if rule is not None and rule not in applied:
+                applied.append(rule)
+            segments.append(new)
+        return "/".join(segments), applied
 
     # --- module rules -------------------------------------------------------------------------
     @cached_property
@@ -139,7 +179,10 @@ class RuleSet:
             return None, None
         if rule.leaves_code:
             return None, rule
-        return rule.to + dotted[len(rule.from_) :], rule
+        new = rule.to + dotted[len(rule.from_) :]
+        if new.split(".")[0] in self.first_party_roots:  # module names follow the file names
+            new = ".".join(self.rename_parts(component)[0] for component in new.split("."))
+        return new, rule
 
 
 def _rule_from_row(row: dict[str, Any], kind: str, source: str) -> Rule:

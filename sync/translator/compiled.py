@@ -18,7 +18,9 @@ from sync.rules import Rule, RuleSet
 SGLANG_REFERENCE = re.compile(r"sglang|SGLang|Sglang|SGLANG", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
-_FLAG = re.compile(r"(?<![\w-])--sglang-(?:[a-z0-9][a-z0-9-]*)?")
+_FLAG = re.compile(r"(?<!\w)--sglang(?:-[a-z0-9][a-z0-9-]*|-|(?![\w-]))")
+_PATH_IN_TEXT = re.compile(r"(?<![\w/.:$-])(?:[\w.-]+/)+[\w.-]*(?i:sglang)[\w.-]*")
+_MD_LINK = re.compile(r"\]\((?!https?:|mailto:)([^)\s#]*)(#[^)\s]*)?\)")
 _ENV = re.compile(r"(?<![\w])SGLANG_[A-Z0-9_]+")
 _DOTTED_IN_TEXT = re.compile(r"(?<![\w.])(?:slime|slime_plugins|sglang\w*)(?:\.[A-Za-z_]\w*)+")
 _IDENT_IN_TEXT = re.compile(r"(?<![\w-])\w*(?i:sglang)\w*(?![\w-])")
@@ -32,7 +34,8 @@ def _part_regex(word: str) -> re.Pattern[str]:
         return re.compile(r"(?<![a-z0-9])" + re.escape(word) + r"(?![a-z0-9])")
     if word.isupper():
         return re.compile(r"(?<![A-Za-z0-9])" + re.escape(word) + r"(?![A-Za-z0-9])")
-    return re.compile(r"(?<![A-Za-z0-9])" + re.escape(word) + r"(?![a-z0-9])")
+    # CamelCase: a word starts after a lower-case letter too (FakeSGLang, TestSglangConfig)
+    return re.compile(r"(?<![A-Z0-9])" + re.escape(word) + r"(?![a-z0-9])")
 
 
 def flag_dest(flag: str) -> str:
@@ -111,6 +114,8 @@ class CompiledRules:
         return next((r for r in self._strings("flag") if r.extra.get("match") == "prefix"), None)
 
     def map_flag(self, flag: str) -> tuple[str, Rule | None]:
+        if flag == "--sglang" and self.flag_prefix_rule is not None:  # "the --sglang prefix"
+            return self.flag_prefix_rule.to.rstrip("-"), self.flag_prefix_rule
         rule = self.flag_rules.get(flag)
         if rule is None:
             rule = self.flag_prefix_rule
@@ -189,6 +194,10 @@ class CompiledRules:
 
     def _build_substitutions(self, context: str) -> list[Substitution]:
         subs: list[Substitution] = []
+        if context == "markdown":
+            subs.append(Substitution(self._link_marker, _MD_LINK, self._replace_link))
+        if context in ("markdown", "prose"):
+            subs.append(Substitution(self._path_marker, _PATH_IN_TEXT, self._replace_path))
         if self.endpoint_regex is not None:
             subs.append(Substitution(self._endpoint_marker, self.endpoint_regex, self._replace_endpoint))
         subs.append(Substitution(self._flag_marker, _FLAG, self._replace_flag))
@@ -213,6 +222,25 @@ class CompiledRules:
     _flag_marker = Rule("string.flag", "string", "", "", "full", "")
     _env_marker = Rule("string.env", "string", "", "", "full", "")
     _dotted_marker = Rule("module.dotted", "module", "", "", "full", "")
+    _link_marker = Rule("path.link", "path", "", "", "full", "")
+    _path_marker = Rule("path.text", "path", "", "", "full", "")
+
+    def _replace_path(self, match: re.Match[str]) -> str | None:
+        new, rules = self.rules.map_path_with_rules(match.group(0))
+        return None if not rules or new is None else new
+
+    def _map_link(self, match: re.Match[str]) -> tuple[str, Rule | None]:
+        """A relative Markdown link follows the path rules; its anchor follows the translated heading."""
+        target, anchor = match.group(1), match.group(2) or ""
+        new_target, path_rules = self.rules.map_path_with_rules(target) if target else (target, [])
+        new_anchor, anchor_rule = self.rules.rename_parts(anchor) if anchor else (anchor, None)
+        rule = path_rules[0] if path_rules else anchor_rule
+        return f"]({new_target or target}{new_anchor})", rule
+
+    def _replace_link(self, match: re.Match[str]) -> str | None:
+        new, rule = self._map_link(match)
+        return None if rule is None else new
+
     _identifier_marker = Rule("name.identifier", "name", "", "", "full", "")
 
     def _replace_dotted(self, match: re.Match[str]) -> str | None:
@@ -245,6 +273,10 @@ class CompiledRules:
             return self.map_flag(match.group(0))[1]
         if sub.rule is self._env_marker:
             return self.env_rule(match.group(0))
+        if sub.rule is self._path_marker:
+            return next(iter(self.rules.map_path_with_rules(match.group(0))[1]), None)
+        if sub.rule is self._link_marker:
+            return self._map_link(match)[1]
         if sub.rule is self._dotted_marker:
             return self.map_dotted_string(match.group(0))[1]
         if sub.rule is self._identifier_marker:
