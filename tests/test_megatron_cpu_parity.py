@@ -125,19 +125,28 @@ def test_perturbed_weight_breaks_parity(megatron_cpu, tmp_path) -> None:
     assert (_logits(model, ids) - before).abs().max().item() > 1e-4
 
 
-def test_exported_weights_equal_hf_state_dict(megatron_cpu, tmp_path) -> None:
+@pytest.mark.parametrize("zero_copy", [False, True], ids=["gathered", "zero_copy_views"])
+def test_exported_weights_equal_hf_state_dict(megatron_cpu, tmp_path, zero_copy: bool) -> None:
+    """Both export paths (the general gather path and the cached zero-copy views used at tensor
+    parallel 1) write exactly the HF tensors, in several buckets, without the vocabulary padding."""
     from safetensors.torch import load_file
 
     from vime.backends.megatron_utils.buckets import plan_buckets
     from vime.backends.megatron_utils.hf_io import iter_hf_tensors, plan_hf_tensors
-    from vime.backends.megatron_utils.weight_export import send_weights
+    from vime.backends.megatron_utils.weight_export import WeightExporter, send_weights
     from vime.backends.megatron_utils.weight_sinks import DiskSink
 
     hf_dir = _hf_model(tmp_path / "l", "llama", True)
     model, shape = _megatron(hf_dir)
     out = tmp_path / "export"
-    plan = plan_buckets(plan_hf_tensors(model, shape), bucket_bytes=200_000)
-    sent = send_weights(iter_hf_tensors(model, shape), plan, DiskSink(out), progress=False)
+    if zero_copy:
+        exporter = WeightExporter(model, shape, bucket_bytes=200_000, first_bucket_bytes=50_000)
+        assert exporter.views is not None
+        sent = exporter.send(DiskSink(out), progress=False)
+        sent = exporter.send(DiskSink(out), progress=False)  # a second update replaces the first
+    else:
+        plan = plan_buckets(plan_hf_tensors(model, shape), bucket_bytes=200_000)
+        sent = send_weights(iter_hf_tensors(model, shape), plan, DiskSink(out), progress=False)
     ref = load_file(str(hf_dir / "model.safetensors"))
     files = sorted(out.glob("model-*.safetensors"))
     assert len(files) > 1  # several buckets

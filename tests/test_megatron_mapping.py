@@ -165,4 +165,12 @@ def test_buckets_respect_size_and_round_trip() -> None:
 def test_pack_refuses_a_tensor_that_does_not_match_the_plan() -> None:
     plan = plan_buckets([("a", torch.float32, (2, 3))], bucket_bytes=1024)
     with pytest.raises(RuntimeError, match="a: planned"):
-        pack_into(torch.empty(1024, dtype=torch.uint8), plan[0], [torch.zeros(3, 2)])
+        pack_into(torch.empty(1024, dtype=torch.uint8), plan[0], [torch.zeros(3, 3)])
+    with pytest.raises(RuntimeError, match="a: planned"):
+        pack_into(torch.empty(1024, dtype=torch.uint8), plan[0], [torch.zeros(2, 3, dtype=torch.bfloat16)])
+
+
+def test_first_bucket_can_be_smaller() -> None:
+    specs = [(f"t{i}", torch.float32, (64,)) for i in range(32)]  # 256 bytes each
+    plan = plan_buckets(specs, bucket_bytes=2048, first_bucket_bytes=512)
+    assert [len(b) for b in plan] == [2, 8, 8, 8, 6]

@@ -203,6 +203,22 @@ class MegatronActor:
         """This pipeline stage's weights under HF names, gathered across tensor parallel (collective)."""
         return iter_hf_tensors(self.model, self.cfg.shape)
 
+    def weight_exporter(self, bucket_bytes: int | None = None):
+        """The cached WeightExporter (bucket plan, zero-copy views at TP=1) for this actor."""
+        from vime.backends.megatron_utils.weight_export import DEFAULT_BUCKET_BYTES, WeightExporter
+
+        size = bucket_bytes or DEFAULT_BUCKET_BYTES
+        if getattr(self, "_exporter", None) is None or self._exporter_bucket_bytes != size:
+            self._exporter = WeightExporter(self.model, self.cfg.shape, size)
+            self._exporter_bucket_bytes = size
+        return self._exporter
+
+    def update_weights(
+        self, sink, *, lock=None, bucket_bytes: int | None = None, progress: bool = True
+    ) -> int:
+        """Send the current weights to the engines through ``sink`` under ``lock`` (every rank calls it)."""
+        return self.weight_exporter(bucket_bytes).send(sink, lock=lock, progress=progress)
+
     def save(self, checkpoint_dir: str | Path) -> Path:
         from vime.backends.megatron_utils.checkpoint import save_checkpoint
 

@@ -29,16 +29,23 @@ def _aligned(n: int) -> int:
 
 
 def plan_buckets(
-    specs: Iterable[tuple[str, torch.dtype, tuple[int, ...]]], bucket_bytes: int
+    specs: Iterable[tuple[str, torch.dtype, tuple[int, ...]]],
+    bucket_bytes: int,
+    first_bucket_bytes: int | None = None,
 ) -> list[list[TensorMeta]]:
     """Group (name, dtype, shape) specs, in order, into buckets of at most ``bucket_bytes``
-    (a tensor larger than that gets a bucket of its own)."""
+    (a tensor larger than that gets a bucket of its own).
+
+    ``first_bucket_bytes`` makes the first bucket smaller, so the first send starts sooner (the
+    pipeline pack -> send -> unpack fills faster).
+    """
     buckets: list[list[TensorMeta]] = []
     current: list[TensorMeta] = []
     used = 0
     for name, dtype, shape in specs:
         nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
-        if current and used + _aligned(nbytes) > bucket_bytes:
+        limit = first_bucket_bytes if (first_bucket_bytes and not buckets) else bucket_bytes
+        if current and used + _aligned(nbytes) > limit:
             buckets.append(current)
             current, used = [], 0
         current.append(TensorMeta(name, dtype, tuple(shape), used, nbytes))
@@ -62,13 +69,18 @@ def view(buffer: torch.Tensor, meta: TensorMeta) -> torch.Tensor:
 
 
 def pack_into(buffer: torch.Tensor, metas: list[TensorMeta], tensors: list[torch.Tensor]) -> torch.Tensor:
-    """Copy ``tensors`` (in plan order) into ``buffer`` (uint8, large enough); returns the used prefix."""
+    """Copy ``tensors`` (in plan order) into ``buffer`` (uint8, large enough); returns the used prefix.
+
+    A tensor may have another shape than planned if its element order is the planned tensor's
+    (the strided [groups, rows, hidden] q/k/v views of the zero-copy export).
+    """
     for meta, t in zip(metas, tensors, strict=True):
-        if tuple(t.shape) != meta.shape or t.dtype != meta.dtype:
+        if t.dtype != meta.dtype or t.numel() != torch.Size(meta.shape).numel():
             raise RuntimeError(
                 f"{meta.name}: planned {meta.dtype}{list(meta.shape)}, got {t.dtype}{list(t.shape)}"
             )
-        view(buffer, meta).copy_(t)
+        dest = view(buffer, meta)
+        (dest if dest.shape == t.shape else dest.view(t.shape)).copy_(t)
     return buffer[: bucket_nbytes(metas)]
 
 

@@ -39,7 +39,9 @@ def _sharded_state(model, optimizer, is_loading: bool) -> dict:
     model_sd = model.sharded_state_dict(metadata=dict(_METADATA))
     state = {"model": model_sd}
     if optimizer is not None and hasattr(optimizer, "sharded_state_dict"):
-        state["optimizer"] = optimizer.sharded_state_dict(model_sd, is_loading=is_loading, metadata=dict(_METADATA))
+        state["optimizer"] = optimizer.sharded_state_dict(
+            model_sd, is_loading=is_loading, metadata=dict(_METADATA)
+        )
     return state
 
 
@@ -82,9 +84,10 @@ def load_checkpoint(model, optimizer, root: str | Path, step: int | None = None)
     if not path.is_dir():
         raise FileNotFoundError(f"{path} is missing although {TRACKER} names step {step}")
     state = dist_checkpointing.load(_sharded_state(model, optimizer, is_loading=True), str(path))
-    model.load_state_dict(state["model"])
-    if "optimizer" in state:
-        optimizer.load_state_dict(state["optimizer"])
+    with torch.no_grad():  # fp32 main params can be views of the (grad-requiring) model params
+        model.load_state_dict(state["model"])
+        if "optimizer" in state:
+            optimizer.load_state_dict(state["optimizer"])
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     return step

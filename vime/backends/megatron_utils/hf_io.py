@@ -135,3 +135,21 @@ def plan_hf_tensors(
         shards = [meta] * (1 if rule.split.value == "replicated" else tp_size)
         specs += [(n, t.dtype, tuple(t.shape)) for n, t in to_hf(rule, shards, shape)]
     return specs
+
+
+def hf_views(model: torch.nn.Module, shape: ModelShape) -> list[tuple[str, torch.Tensor]]:
+    """Tensor-parallel size 1: every HF tensor as a view of the live parameters, in export order.
+
+    The views stay valid across optimizer steps (the parameters are updated in place), so an exporter
+    builds this list once and then only copies: no per-update Python work per tensor beyond one copy.
+    """
+    from megatron.core import parallel_state
+
+    if parallel_state.get_tensor_model_parallel_world_size() != 1:
+        raise ValueError("hf_views needs tensor parallel size 1; use iter_hf_tensors (it gathers)")
+    offset = layer_offset(model)
+    views: list[tuple[str, torch.Tensor]] = []
+    for name, param in unwrap(model).named_parameters():
+        if exported_by(name, shape):
+            views += to_hf(rule_for(name, shape, offset), [param.detach()], shape, flatten=False)
+    return views

@@ -16,7 +16,8 @@ _STASH_ATTR = "_vime_offload_stash"
 def _gpu_tensors(actor) -> list[torch.Tensor]:
     found: list[torch.Tensor] = []
     model = actor.model
-    for buf in list(getattr(model, "buffers", [])) + list(getattr(model, "expert_parallel_buffers", [])):
+    ddp_buffers = [getattr(model, n, None) for n in ("buffers", "expert_parallel_buffers")]
+    for buf in [b for group in ddp_buffers if isinstance(group, list) for b in group]:
         found += [
             t for t in (getattr(buf, "param_data", None), getattr(buf, "grad_data", None)) if t is not None
         ]

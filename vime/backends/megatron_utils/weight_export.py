@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from vime.backends.megatron_utils.buckets import TensorMeta, bucket_nbytes, pack_into, plan_buckets
-from vime.backends.megatron_utils.hf_io import plan_hf_tensors
+from vime.backends.megatron_utils.hf_io import hf_views, iter_hf_tensors, plan_hf_tensors
 from vime.backends.megatron_utils.weight_sinks import WeightSink
 
 DEFAULT_BUCKET_BYTES = 1 << 30  # 1 GiB: NCCL reaches its broadcast ceiling from about here (DESIGN.md)
@@ -64,16 +64,17 @@ def send_weights(
     lock=None,
     device: torch.device | str | None = None,
     progress: bool = True,
+    buffers: list[torch.Tensor | None] | None = None,
 ) -> int:
     """Pack ``named_tensors`` (produced lazily, in plan order) bucket by bucket into ``sink``.
 
-    Two pack buffers alternate, so packing bucket i+1 overlaps an asynchronous send of bucket i.
-    Returns the bytes sent.
+    Two pack buffers alternate (pass a list of two to keep them between calls), so packing bucket
+    i+1 overlaps an asynchronous send of bucket i. Returns the bytes sent.
     """
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     tensors = iter(named_tensors)
-    buffers: list[torch.Tensor | None] = [None, None]
+    buffers = buffers if buffers is not None else [None, None]
     total = sum(bucket_nbytes(b) for b in plan)
     bar = Progress(
         "[progress.description]{task.description}",
@@ -103,25 +104,44 @@ def send_weights(
     return total
 
 
-def plan_actor_export(actor, bucket_bytes: int = DEFAULT_BUCKET_BYTES) -> list[list[TensorMeta]]:
-    """The bucket plan of this pipeline stage's weights (no communication)."""
-    return plan_buckets(plan_hf_tensors(actor.model, actor.cfg.shape), bucket_bytes)
+class WeightExporter:
+    """The export of one model: bucket plan built once and reused for every update.
 
+    At tensor-parallel size 1 it also keeps zero-copy views of the parameters under HF names
+    (hf_io.hf_views), so an update is nothing but one copy per tensor into the bucket buffers and one
+    broadcast per bucket. With tensor parallel > 1 every update gathers the shards again.
+    Every rank calls ``send`` (the gathers are collective); only the first data-parallel, first
+    tensor-parallel rank of each pipeline stage feeds the sink.
+    """
 
-def export_actor_weights(actor, sink: WeightSink, bucket_bytes: int = DEFAULT_BUCKET_BYTES, **kwargs) -> int:
-    """Every rank calls this; the tensor-parallel gathers are collective, and only the first
-    data-parallel, first tensor-parallel rank of each pipeline stage feeds ``sink``. Returns bytes sent
-    (0 on ranks that do not send)."""
-    from megatron.core import parallel_state
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        shape,
+        bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+        first_bucket_bytes: int | None = None,
+    ):
+        from megatron.core import parallel_state
 
-    if parallel_state.get_data_parallel_rank() != 0:
+        self.model, self.shape = model, shape
+        self.plan = plan_buckets(plan_hf_tensors(model, shape), bucket_bytes, first_bucket_bytes)
+        tp1 = parallel_state.get_tensor_model_parallel_world_size() == 1
+        self.views = hf_views(model, shape) if tp1 else None
+        self.buffers: list[torch.Tensor | None] = [None, None]
+
+    def tensors(self) -> Iterable[tuple[str, torch.Tensor]]:
+        return iter(self.views) if self.views is not None else iter_hf_tensors(self.model, self.shape)
+
+    def send(self, sink: WeightSink, **kwargs) -> int:
+        from megatron.core import parallel_state
+
+        if parallel_state.get_data_parallel_rank() != 0:
+            return 0
+        if is_weight_source():
+            return send_weights(self.tensors(), self.plan, sink, buffers=self.buffers, **kwargs)
+        for _ in self.tensors():  # take part in the tensor-parallel gathers
+            pass
         return 0
-    tensors = actor.hf_weights()
-    if is_weight_source():
-        return send_weights(tensors, plan_actor_export(actor, bucket_bytes), sink, **kwargs)
-    for _ in tensors:  # take part in the tensor-parallel gathers
-        pass
-    return 0
 
 
 def is_weight_source() -> bool:
@@ -150,7 +170,7 @@ def export_to_hf_dir(actor, dest: str | Path, hf_source_dir: str | Path | None =
     dest = Path(dest)
     stage = parallel_state.get_pipeline_model_parallel_rank()
     sink = DiskSink(dest, file_prefix=f"model-pp{stage:02d}", write_index=False)
-    export_actor_weights(actor, sink, **kwargs)
+    actor.weight_exporter().send(sink, **kwargs)
     maps: list = [None] * dist.get_world_size()
     dist.all_gather_object(maps, (sink.weight_map, sink.total) if is_weight_source() else ({}, 0))
     if dist.get_rank() == 0:

@@ -87,12 +87,16 @@ def _qkv_pack(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, shape: ModelSha
     return torch.cat([q, k, v], dim=1).reshape(-1, *tail)
 
 
-def _qkv_unpack(qkv: torch.Tensor, shape: ModelShape) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _qkv_unpack(qkv: torch.Tensor, shape: ModelShape, flatten: bool = True) -> tuple[torch.Tensor, ...]:
+    """Megatron's packed qkv -> HF q, k, v. With ``flatten=False`` they stay strided views shaped
+    [groups, rows, ...] (same element order as the HF tensor, no copy)."""
     groups, hd = shape.num_query_groups, shape.head_dim
     per_group = shape.num_attention_heads // groups
     tail = qkv.shape[1:]
     grouped = qkv.reshape(groups, (per_group + 2) * hd, *tail)
     q, k, v = torch.split(grouped, [per_group * hd, hd, hd], dim=1)
+    if not flatten:
+        return q, k, v
     return q.reshape(-1, *tail), k.reshape(-1, *tail), v.reshape(-1, *tail)
 
 
@@ -125,11 +129,14 @@ def _cat(tensors: list[torch.Tensor], dim: int) -> torch.Tensor:
     return tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim=dim)
 
 
-def to_hf(rule: Rule, shards: list[torch.Tensor], shape: ModelShape) -> list[tuple[str, torch.Tensor]]:
+def to_hf(
+    rule: Rule, shards: list[torch.Tensor], shape: ModelShape, flatten: bool = True
+) -> list[tuple[str, torch.Tensor]]:
     """The HF tensors of one Megatron parameter from every tensor-parallel rank's shard (rank order).
 
-    With a single shard the results are views of it (no copy): the exporter copies them once, into
-    its bucket buffer.
+    With a single shard and ``flatten=False`` the results are views of it (no copy; q/k/v keep a
+    [groups, rows, ...] shape with the HF element order): the exporter copies them once, into its
+    bucket buffer.
     """
     if rule.split is Split.REPLICATED:
         return [(rule.hf_names[0], shards[0])]
@@ -141,7 +148,7 @@ def to_hf(rule: Rule, shards: list[torch.Tensor], shape: ModelShape) -> list[tup
             full = full[: shape.vocab_size]
         return [(rule.hf_names[0], full)]
     if rule.split is Split.QKV:
-        return list(zip(rule.hf_names, _qkv_unpack(_cat(shards, dim=0), shape), strict=True))
+        return list(zip(rule.hf_names, _qkv_unpack(_cat(shards, dim=0), shape, flatten), strict=True))
     if rule.split is Split.GATE_UP:
         halves = [s.chunk(2, dim=0) for s in shards]
         gate = _cat([h[0] for h in halves], dim=0)
