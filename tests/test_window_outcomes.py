@@ -186,3 +186,18 @@ def test_counts(synced):
     c = result.counts
     assert (c["conflict"], c["new"], c["deleted"], c["not_mirrored"], c["renamed"]) == (3, 1, 1, 1, 1)
     assert (c["modify_delete"], c["binary"], c["structural"]) == (2, 1, 1)
+
+
+def test_rename_onto_an_existing_downstream_file_does_not_overwrite_it(tmp_path):
+    from window_helpers import commit, init_repo
+
+    up = init_repo(tmp_path / "up")
+    commit(up, "base (#1)", {"slime/m.py": "M = 1\n" + "# pad\n" * 10})
+    commit(up, "move (#2)", renames={"slime/m.py": "slime/n.py"})
+    down = init_repo(tmp_path / "down")
+    commit(down, "vime", {"vime/m.py": "M = 1\n" + "# pad\n" * 10, "vime/n.py": "OWN = 'downstream'\n"})
+    result = run_window(up, down, to_pr=2, from_pr=2, rules=FakeRules(), translate_fn=fake_translate)
+    assert (result.worktree / "vime/n.py").read_text() == "OWN = 'downstream'\n"
+    assert (result.worktree / "vime/m.py").read_text().startswith("M = 1\n")
+    out = _outcome(result, "vime/m.py")
+    assert "where the downstream has its own file" in out.note

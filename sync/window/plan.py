@@ -72,6 +72,12 @@ def plan_change(
     source = old_dst
     if old_dst != new_dst and old_dst not in down.tree and new_dst in down.tree:
         source = new_dst
+    elif old_dst != new_dst and old_dst in down.tree and new_dst in down.tree:
+        # the downstream has its own file where upstream moved this one: do not move over it
+        out = merge_contents(old_dst, change.new_path, down.content(old_dst) or b"", base, theirs, labels)
+        out.mode, out.upstream_old = down.mode(old_dst, change.new_mode), change.old_path
+        out.note = f"upstream moved it to {new_dst}, where the downstream has its own file: merged in place"
+        return out
     ours = down.content(source)
     if ours is None:
         if source in down.deleted_in_history:
