@@ -32,16 +32,20 @@ def train(args) -> list[dict]:
                 with timer.phase("step"):
                     with timer.phase("rollout"):
                         data = run.generate(rollout_id)
+                        run.offload_rollout()
                     save_debug_rollout(args, rollout_id, data)
                     record = rollout_summary(ray.get(data) if isinstance(data, ray.ObjectRef) else data)
                     if run.actor is not None:
                         with timer.phase("train"):
+                            run.onload_train()
                             record |= {f"train/{k}": v for k, v in run.actor.train(rollout_id, data).items()}
                         if run.schedule.should_save(rollout_id):
                             with timer.phase("save"):
                                 run.save(rollout_id)
                         with timer.phase("update_weights"):
+                            run.onload_rollout()
                             run.update_weights()
+                            run.offload_train()
                     if run.schedule.should_eval(rollout_id):
                         with timer.phase("eval"):
                             record |= run.evaluate(rollout_id)

@@ -64,6 +64,23 @@ class TrainingRun:
             return 0.0
         return self.actor.update_weights(self.rollout)
 
+    # colocated runs hand the accelerator back and forth (--offload-train / --offload-rollout)
+    def offload_rollout(self) -> None:
+        if self.args.offload_rollout and self.rollout is not None and self.actor is not None:
+            ray.get(self.rollout.offload.remote())
+
+    def onload_rollout(self) -> None:
+        if self.args.offload_rollout and self.rollout is not None and self.actor is not None:
+            ray.get(self.rollout.onload.remote())
+
+    def offload_train(self) -> None:
+        if self.args.offload_train and self.actor is not None:
+            self.actor.offload()
+
+    def onload_train(self) -> None:
+        if self.args.offload_train and self.actor is not None:
+            self.actor.onload()
+
     def save(self, rollout_id: int) -> None:
         if self.actor is not None:
             self.actor.save(rollout_id)

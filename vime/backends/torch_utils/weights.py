@@ -25,6 +25,9 @@ def write_hf_dir(
     model: nn.Module, state: dict[str, torch.Tensor], dest: Path, source_dir: str | None
 ) -> Path:
     """Write ``state`` as a Hugging Face model dir (safetensors, config, tokenizer files copied)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # one bar per weight push would flood the run's log
     dest = Path(dest)
     tmp = dest.with_name(dest.name + ".partial")
     if tmp.exists():
