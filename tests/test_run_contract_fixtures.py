@@ -23,6 +23,7 @@ def run_contract(file: str, *args: str) -> subprocess.CompletedProcess:
         f"tests/contract/{file}",
         *args,
         "-q",
+        "-x",  # the first mismatch is the one reported; the rest of the file need not run
         "-p",
         "no:cacheprovider",
     ]
@@ -75,7 +76,7 @@ BROKEN = [
     (
         "test_buffer_filter_contract.py",
         ["--buffer-filter-path", f"{FX}.broken_filters.buffer_too_many"],
-        "returned 3 groups for num_samples=2",
+        "returned 3 groups for num_samples=0",
     ),
     (
         "test_rollout_sample_filter_contract.py",
@@ -142,6 +143,46 @@ BROKEN = [
         ["--custom-eval-rollout-log-function-path", f"{FX}.broken_hooks.log_eval_old_signature"],
         "vime calls it as fn(rollout_id, args, data, extra_metrics)",
     ),
+    (
+        "test_rollout_function_contract.py",
+        ["--rollout-function-path", f"{FX}.broken_rollout.no_data_source"],
+        "but vime calls it as fn(args, rollout_id, data_source, evaluation=False)",
+    ),
+    (
+        "test_rollout_function_contract.py",
+        ["--rollout-function-path", f"{FX}.broken_rollout.flat_groups"],
+        "group 0 has 1 samples; expected n_samples_per_prompt=2",
+    ),
+    (
+        "test_rollout_function_contract.py",
+        ["--rollout-function-path", f"{FX}.broken_rollout.pending_samples"],
+        "status is still PENDING after generation",
+    ),
+    (
+        "test_eval_function_contract.py",
+        ["--eval-function-path", f"{FX}.broken_rollout.eval_lengths_differ"],
+        "dataset 'toy' has lists of different lengths",
+    ),
+    (
+        "test_generate_function_contract.py",
+        ["--custom-generate-function-path", f"{FX}.broken_generate.leaves_pending"],
+        "is still PENDING; set COMPLETED",
+    ),
+    (
+        "test_generate_function_contract.py",
+        ["--custom-generate-function-path", f"{FX}.broken_generate.misaligned_log_probs"],
+        "rollout_log_probs has 1 entries but response_length is 3",
+    ),
+    (
+        "test_generate_function_contract.py",
+        ["--custom-generate-function-path", f"{FX}.broken_generate.ignores_max_tokens"],
+        "over sampling_params['max_tokens']=64",
+    ),
+    (
+        "test_generate_function_contract.py",
+        ["--custom-generate-function-path", f"{FX}.broken_generate.not_async"],
+        "must be 'async def'",
+    ),
 ]
 
 
@@ -163,6 +204,7 @@ GOOD = [
         "test_rollout_log_contract.py",
         ["--custom-rollout-log-function-path", f"{FX}.reference_plugins.log_and_keep_default"],
     ),
+    ("test_generate_function_contract.py", ["--custom-generate-function-path", f"{FX}.engine_free.generate"]),
 ]
 
 

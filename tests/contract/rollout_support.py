@@ -1,0 +1,64 @@
+"""What the rollout-side contracts share: a local tokenizer, prompt files, and the args and data
+source that vime's framework would hand a rollout function, with an engine-free generate hook."""
+
+from __future__ import annotations
+
+import functools
+import json
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from contract_support import FIXTURES, make_args
+
+ENGINE_FREE_GENERATE = f"{FIXTURES}.engine_free.generate"
+N_PROMPTS = 8
+
+
+@functools.cache
+def contract_tokenizer_dir() -> str:
+    """The tiny local tokenizer (trained here, nothing downloaded), built once per process."""
+    from vime.utils.tiny_model import build_tokenizer
+
+    directory = Path(tempfile.mkdtemp(prefix="vime-contract-tokenizer-"))
+    build_tokenizer(directory, seed=0)
+    return str(directory)
+
+
+def write_prompts(path: Path) -> Path:
+    rows = [{"input": f"What is {i}+{i}?", "label": str(2 * i)} for i in range(N_PROMPTS)]
+    rows[1]["label"] = {"ground_truth": "2"}  # a dict label among the string ones
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def rollout_args(tmp_path: Path, **overrides: Any) -> SimpleNamespace:
+    prompts = write_prompts(tmp_path / "prompts.jsonl")
+    settings = {
+        "hf_checkpoint": contract_tokenizer_dir(),
+        "prompt_data": str(prompts),
+        "input_key": "input",
+        "label_key": "label",
+        "metadata_key": "metadata",
+        "apply_chat_template": False,
+        "rollout_global_dataset": True,
+        "eval_prompt_data": ["toy", str(prompts)],
+        "custom_generate_function_path": ENGINE_FREE_GENERATE,
+        "over_sampling_batch_size": 2,
+        "rollout_max_response_len": 64,
+        "vllm_server_concurrency": 8,
+        "rollout_num_engines_total": 1,
+        "rollout_request_retry_timeout": 5,
+        "save": None,
+        "load": None,
+        **overrides,
+    }
+    return make_args(**settings)
+
+
+def default_data_source(args: SimpleNamespace):
+    """The data source vime hands a rollout function by default."""
+    from vime.rollout.data_source import RolloutDataSourceWithBuffer
+
+    return RolloutDataSourceWithBuffer(args)

@@ -1,0 +1,111 @@
+"""Contract: custom generate functions (``--custom-generate-function-path``, or per sample
+``Sample.generate_function_path``, which wins).
+
+A plugin author provides::
+
+    async def generate(args, sample: Sample, sampling_params: dict) -> Sample | list[Sample]
+
+(an ``evaluation: bool`` keyword is passed too when the function declares it). It receives a
+PENDING sample whose ``prompt`` is set and vLLM sampling params (``max_tokens``, ``temperature``,
+...). It returns the sample generated: ``tokens`` = prompt ids + response ids, ``response`` /
+``response_length`` set, at most ``max_tokens`` response tokens, ``rollout_log_probs`` and
+``loss_mask`` (when set) one entry per response token, and a final status (COMPLETED /
+TRUNCATED / ABORTED / FAILED, never PENDING). It may leave ``reward`` unset: vime scores it.
+A multi-turn hook may return several samples. No engine runs here, so a hook that itself calls
+vLLM can only be checked against a running engine; with no path, the dispatch of vime's rollout
+(which hook wins) is tested with engine-free hooks.
+
+    python tools/run_contract.py tests/contract/test_generate_function_contract.py \\
+        --custom-generate-function-path my_pkg.agent.generate
+"""
+
+from __future__ import annotations
+
+import pytest
+from contract_support import (
+    FIXTURES,
+    ContractViolation,
+    call_hook,
+    check_callable_as,
+    check_is_async,
+    check_sample,
+    is_overridden,
+    load_hook,
+    make_sample,
+)
+from rollout_support import rollout_args
+
+from vime.utils.types import Sample
+
+FLAG = "custom-generate-function-path"
+DEFAULT = f"{FIXTURES}.engine_free.generate"
+CALL = "await fn(args, sample, sampling_params)"
+
+
+def _sampling_params(args):
+    from vime.rollout.generate import build_sampling_params
+
+    return build_sampling_params(args)
+
+
+@pytest.mark.skipif(not is_overridden(FLAG), reason="needs a plugin (vime's own generate needs an engine)")
+def test_generate_returns_generated_samples(tmp_path):
+    path, fn = load_hook(FLAG, DEFAULT)
+    args = rollout_args(tmp_path)
+    params = _sampling_params(args)
+    sample = make_sample(0)
+    check_callable_as(fn, path, "generate function", CALL, args, sample, params)
+    check_is_async(fn, path, "generate function", CALL)
+    result = call_hook(fn, f"generate function {path}", args, sample, dict(params))
+    samples = result if isinstance(result, list) else [result]
+    for i, generated in enumerate(samples):
+        check_sample(generated, f"generate function {path}: returned sample {i}", generated=False)
+        if generated.status == Sample.Status.PENDING:
+            raise ContractViolation(
+                f"generate function {path}: returned sample {i} is still PENDING; set COMPLETED / TRUNCATED / ABORTED / FAILED"
+            )
+        if generated.response_length > params["max_tokens"]:
+            raise ContractViolation(
+                f"generate function {path}: returned sample {i} has {generated.response_length} response tokens, "
+                f"over sampling_params['max_tokens']={params['max_tokens']}"
+            )
+
+
+@pytest.mark.skipif(is_overridden(FLAG), reason="checks vime's dispatch")
+def test_dispatch_precedence_sample_path_then_args_path(tmp_path):
+    """Sample.generate_function_path beats --custom-generate-function-path; `evaluation` is passed when declared."""
+    from vime.rollout.vllm_rollout import generate_and_rm
+
+    args = rollout_args(
+        tmp_path, custom_generate_function_path=f"{FIXTURES}.engine_free.generate_tagged_args"
+    )
+    params = _sampling_params(args)
+    from_args = call_hook(generate_and_rm, "generate_and_rm", args, make_sample(0), dict(params))
+    assert from_args.metadata["generated_by"] == "from_args" and from_args.reward == 1
+    overridden = make_sample(1)
+    overridden.generate_function_path = f"{FIXTURES}.engine_free.generate_tagged_sample"
+    result = call_hook(generate_and_rm, "generate_and_rm", args, overridden, dict(params), evaluation=True)
+    assert result.metadata["generated_by"] == "from_sample(evaluation=True)"
+
+
+@pytest.mark.skipif(is_overridden(FLAG), reason="checks vime's dispatch")
+def test_finished_samples_are_not_generated_again(tmp_path):
+    """A COMPLETED sample carried over by a partial rollout is not sent to the generate hook again."""
+    from vime.rollout.vllm_rollout import generate_and_rm
+
+    args = rollout_args(tmp_path)
+    done = make_sample(0)
+    done.tokens, done.response, done.response_length, done.status = (
+        [1, 2],
+        "\\boxed{2}",
+        1,
+        Sample.Status.COMPLETED,
+    )
+    result = call_hook(generate_and_rm, "generate_and_rm", args, done, _sampling_params(args))
+    assert "generated_by" not in result.metadata and result.response == "\\boxed{2}"
+
+
+if __name__ == "__main__":
+    from contract_support import run_this_file
+
+    run_this_file(__file__)
