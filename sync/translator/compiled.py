@@ -362,7 +362,7 @@ class CompiledRules:
     @cached_property
     def shape_trigger(self) -> re.Pattern[str]:
         return re.compile(
-            r"""meta_info|output_token_logprobs|["']rid["']|finish_reason["'][^\n]*["']type["']"""
+            r"""meta_info|output_token_logprobs|return_logprob|["']rid["']|finish_reason["'][^\n]*["']type["']"""
         )
 
     @cached_property

@@ -108,8 +108,47 @@ class ShapePass(RecordingTransformer):
             return inner
         return updated_node
 
-    # {"rid": X} (the whole body of an abort) -> {"request_ids": [X]}
     def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.BaseExpression:
+        updated_node = self._return_logprob(original_node, updated_node)
+        return self._abort_body(original_node, updated_node)
+
+    # {"sampling_params": sp, "return_logprob": True} -> {"sampling_params": {**sp, "logprobs": 0}}
+    def _return_logprob(self, original_node: cst.Dict, node: cst.Dict) -> cst.Dict:
+        elements = list(node.elements)
+        flag = _index_of(elements, "return_logprob")
+        params = _index_of(elements, "sampling_params")
+        if (
+            flag is None
+            or params is None
+            or not m.matches(elements[flag].value, m.Name("True") | m.Name("False"))
+        ):
+            return node
+        if elements[flag].value.value == "True":
+            value = elements[params].value
+            entry = cst.DictElement(cst.SimpleString('"logprobs"'), cst.Integer("0"))
+            if isinstance(value, cst.Dict) and value.elements:  # on the last entry's line: no new line
+                last = value.elements[-1]
+                glued = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                new_value = value.with_changes(
+                    elements=[*value.elements[:-1], glued, entry.with_changes(comma=last.comma)]
+                )
+            elif isinstance(value, cst.Dict):
+                new_value = value.with_changes(elements=[entry])
+            else:
+                new_value = cst.Dict([cst.StarredDictElement(value), entry])
+            elements[params] = elements[params].with_changes(value=new_value)
+        new_node = _drop_keeping_lines(node, elements, flag, RETURN_LOGPROB_NOTE)
+        if _lines(new_node) != _lines(node):  # unusual layout: leave it (the field rule reports it)
+            return node
+        rule = self._rule("shape.return_logprob")
+        target = original_node.elements[params]
+        inner = target.value
+        self.applied(inner.elements[-1] if isinstance(inner, cst.Dict) and inner.elements else target, rule)
+        self.applied(original_node.elements[flag], rule)
+        return new_node
+
+    # {"rid": X} (the whole body of an abort) -> {"request_ids": [X]}
+    def _abort_body(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.Dict:
         if len(updated_node.elements) != 1 or not m.matches(
             updated_node.elements[0], m.DictElement(key=_string("rid"))
         ):
@@ -147,6 +186,54 @@ class ShapePass(RecordingTransformer):
                 comparisons=[cst.ComparisonTarget(operator=cst.IsNot(), comparator=cst.Name("None"))],
             )
         return updated_node
+
+
+RETURN_LOGPROB_NOTE = 'vime-sync: "return_logprob" became sampling_params["logprobs"] = 0'
+
+
+def _index_of(elements: list, key: str) -> int | None:
+    return next((i for i, e in enumerate(elements) if m.matches(e, m.DictElement(key=_string(key)))), None)
+
+
+def _lines(node: cst.CSTNode) -> int:
+    return cst.Module([]).code_for_node(node).count("\n")
+
+
+def _with_note(comma: cst.Comma, note: str) -> cst.Comma:
+    """Add a comment line after the newline of ``comma`` (it takes the place of a removed line)."""
+    space = comma.whitespace_after
+    if not isinstance(space, cst.ParenthesizedWhitespace):
+        return comma
+    line = cst.EmptyLine(indent=space.indent, whitespace=space.last_line, comment=cst.Comment(f"# {note}"))
+    return comma.with_changes(whitespace_after=space.with_changes(empty_lines=[*space.empty_lines, line]))
+
+
+def _drop_keeping_lines(node: cst.Dict, elements: list, index: int, note: str) -> cst.Dict:
+    """Remove one element; when it had a line of its own, a comment line takes its place."""
+    elements = list(elements)
+    removed = elements.pop(index)
+    if index == len(elements) and elements:  # it was the last one
+        previous = elements[-1]
+        closing = node.rbrace.whitespace_before
+        if (
+            isinstance(previous.comma, cst.Comma)
+            and isinstance(previous.comma.whitespace_after, cst.ParenthesizedWhitespace)
+            and isinstance(closing, cst.ParenthesizedWhitespace)
+            and closing.first_line.comment is None
+        ):  # its line stays, holding the note
+            first = closing.first_line.with_changes(comment=cst.Comment(f"# {note}"))
+            rbrace = node.rbrace.with_changes(whitespace_before=closing.with_changes(first_line=first))
+            return node.with_changes(elements=elements, rbrace=rbrace)
+        elements[-1] = previous.with_changes(comma=removed.comma)
+        return node.with_changes(elements=elements)
+    ended_line = isinstance(removed.comma, cst.Comma) and isinstance(
+        removed.comma.whitespace_after, cst.ParenthesizedWhitespace
+    )
+    if ended_line and index > 0 and isinstance(elements[index - 1].comma, cst.Comma):
+        elements[index - 1] = elements[index - 1].with_changes(
+            comma=_with_note(elements[index - 1].comma, note)
+        )
+    return node.with_changes(elements=elements)
 
 
 def _pairs(content: cst.BaseExpression) -> cst.ListComp:
