@@ -5,6 +5,8 @@ Real git repositories, the real translator and 3-way merge, the real contract ru
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -58,3 +60,17 @@ def test_reverting_the_plugin_change_clears_the_contract_failure(demo_sync, tmp_
         assert next(c for c in gate.checks if c.name == "contracts").status == "passed"
     finally:
         plugin.write_text(original)
+
+
+def test_cli_reads_the_windows_decisions_for_the_pr_names(demo_sync):
+    """`vime-sync gate --worktree W` alone: report folder and file→PR map come from the window's report."""
+    window, _ = demo_sync
+    done = subprocess.run(
+        [sys.executable, "-m", "sync.cli", "gate", "--worktree", str(window.worktree)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "(files: vime_plugins/rollout/math_reward.py; PRs: #116)" in done.stderr
+    assert f"report: {window.report_dir / 'GATE.md'}" in done.stderr

@@ -9,28 +9,37 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-FILE_PRS_NAMES = ("file_prs.json", "window.json")  # where a window's report keeps {path: [PR, ...]}
+FILE_PRS_JSON = "file_prs.json"  # {path: [PR, ...]}, when a tool writes the map on its own
+DECISIONS_JSON = "decisions.json"  # the window's review file: {"files": {path: {"prs": [...]}}}
+
+
+def _read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+
+
+def _as_file_prs(mapping: object, path: Path) -> dict[str, list[int | str]]:
+    if not isinstance(mapping, dict) or not all(isinstance(v, list) for v in mapping.values()):
+        raise typer.BadParameter(f"{path} must map file paths to lists of PR numbers")
+    return {str(k): [pr if isinstance(pr, int) else str(pr) for pr in v] for k, v in mapping.items()}
 
 
 def load_file_prs(report_dir: Path, explicit: Path | None) -> tuple[dict[str, list[int | str]], str | None]:
-    """The file -> PRs map: ``--file-prs`` if given, else from the report directory; else empty."""
-    candidates = [explicit] if explicit else [report_dir / name for name in FILE_PRS_NAMES]
-    for path in candidates:
-        if path is None or not path.is_file():
-            continue
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise typer.BadParameter(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
-        mapping = data.get("file_prs", data) if isinstance(data, dict) else None
-        if not isinstance(mapping, dict) or not all(isinstance(v, list) for v in mapping.values()):
-            raise typer.BadParameter(f"{path} must map file paths to lists of PR numbers")
-        return {
-            str(k): [pr if isinstance(pr, int) else str(pr) for pr in v] for k, v in mapping.items()
-        }, None
-    if explicit:
-        raise typer.BadParameter(f"--file-prs {explicit} not found")
-    return {}, f"no file_prs.json in {report_dir}: failures name files but not PRs"
+    """The file -> PRs map: ``--file-prs``, else ``file_prs.json`` or ``decisions.json`` in the report."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise typer.BadParameter(f"--file-prs {explicit} not found")
+        return _as_file_prs(_read_json(explicit), explicit), None
+    if (report_dir / FILE_PRS_JSON).is_file():
+        return _as_file_prs(_read_json(report_dir / FILE_PRS_JSON), report_dir / FILE_PRS_JSON), None
+    if (report_dir / DECISIONS_JSON).is_file():
+        files = _read_json(report_dir / DECISIONS_JSON)
+        files = files.get("files", {}) if isinstance(files, dict) else {}
+        mapping = {path: info.get("prs", []) for path, info in files.items() if isinstance(info, dict)}
+        return _as_file_prs(mapping, report_dir / DECISIONS_JSON), None
+    return {}, f"no {FILE_PRS_JSON} or {DECISIONS_JSON} in {report_dir}: failures name files but not PRs"
 
 
 def default_report_dir(worktree: Path) -> Path:
