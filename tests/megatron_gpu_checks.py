@@ -144,9 +144,15 @@ def main() -> None:
 
     ckpt = a.workdir / "ckpt"
     actor.save(ckpt)
+    at_save = actor.compute_log_probs(TrainBatch(ids, mask))
     actor.train_step(batch)
     after_save_step = actor.compute_log_probs(TrainBatch(ids, mask))
     assert actor.load(ckpt) == 1
+    restored = actor.compute_log_probs(TrainBatch(ids, mask))
+    if last_stage:
+        d = (restored - at_save).abs().max().item()
+        assert d < 1e-6, f"loaded weights differ from the saved ones: {d}"
+        ok("load_restores_weights", f"max_abs_diff={d:.2e}")
     actor.train_step(batch)
     replay = actor.compute_log_probs(TrainBatch(ids, mask))
     if last_stage:

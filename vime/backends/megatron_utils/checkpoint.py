@@ -88,9 +88,25 @@ def load_checkpoint(model, optimizer, root: str | Path, step: int | None = None)
         model.load_state_dict(state["model"])
         if "optimizer" in state:
             optimizer.load_state_dict(state["optimizer"])
+            _unshare_adam_steps(optimizer)
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     return step
+
+
+def _unshare_adam_steps(optimizer) -> None:
+    """Give every parameter its own Adam step counter again.
+
+    Without Apex / TransformerEngine, megatron-core 0.16.1's DistributedOptimizer.load_state_dict puts
+    ONE step tensor into every parameter's state; torch's foreach Adam then increments that shared
+    tensor once per parameter, so the first resumed step used a wildly wrong bias correction (seen on
+    the H200s: the replayed step differed from the original). A clone per parameter fixes it.
+    """
+    for opt in getattr(optimizer, "chained_optimizers", [optimizer]):
+        inner = getattr(opt, "optimizer", None)
+        for state in getattr(inner, "state", {}).values():
+            if torch.is_tensor(state.get("step")):
+                state["step"] = state["step"].clone()
 
 
 def _barrier() -> None:
