@@ -1,16 +1,19 @@
 """Keep a server's whole process tree tied to the life of the process that started it.
 
 Run as ``python -m vime.backends.vllm_utils.process_guard --parent-pid P --pid-file F -- cmd ...``.
-The guard starts ``cmd`` in a new process group (vLLM's API server forks an engine core and a
-worker; all stay in that group), then watches its own parent. When the parent disappears — even by
-SIGKILL, which no cleanup handler sees — or the guard gets SIGTERM/SIGINT, it kills the whole
-group. When the server exits by itself the guard exits with the server's code.
+The guard detaches (double fork, new session: Ray kills a dead actor's children and process group,
+and the guard must outlive the actor to clean up after it), starts ``cmd`` in a new process group
+(vLLM's API server forks an engine core and a worker; all stay in that group) and watches the
+owner's pid. When the owner disappears — even by SIGKILL, which no cleanup handler sees — or the
+guard gets SIGTERM/SIGINT, it kills the whole group. The server also gets PR_SET_PDEATHSIG, so
+it dies if the guard itself is killed. When the server exits by itself, so does the guard.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -38,16 +41,51 @@ def kill_group(pgid: int, grace_s: float = _GRACE_S) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as dead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def _die_with_parent() -> None:
+    """In the server (before exec): SIGKILL me when the guard dies. Linux only; ignored elsewhere."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+    os.setsid()
+
+
+def _detach(guard_pid_file: str | None) -> None:
+    """Double fork: the guard is re-parented away from its starter and leads its own session."""
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    if guard_pid_file:
+        with open(guard_pid_file, "w") as f:
+            f.write(str(os.getpid()))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parent-pid", type=int, required=True)
     parser.add_argument("--pid-file", default=None, help="Where to write the server's pid (= its group id).")
+    parser.add_argument("--guard-pid-file", default=None, help="Where to write the guard's own pid.")
+    parser.add_argument("--detach", action="store_true", help="Double-fork away from the starter first.")
     parser.add_argument("cmd", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         parser.error("no command given after --")
 
+    if args.detach:
+        _detach(args.guard_pid_file)
     stop = {"requested": False}
 
     def on_signal(signum, frame):  # noqa: ARG001
@@ -56,16 +94,17 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    server = subprocess.Popen(cmd, start_new_session=True)
+    server = subprocess.Popen(cmd, preexec_fn=_die_with_parent)  # noqa: PLW1509 - the guard has one thread
     if args.pid_file:
         with open(args.pid_file, "w") as f:
             f.write(str(server.pid))
     while True:
         code = server.poll()
         if code is not None:
+            print(f"[vime process_guard] server exited with code {code}", file=sys.stderr, flush=True)
             kill_group(server.pid, grace_s=1.0)  # leftovers of a crashed server (engine core, workers)
             return code
-        if stop["requested"] or os.getppid() != args.parent_pid:
+        if stop["requested"] or not process_alive(args.parent_pid):
             kill_group(server.pid)
             server.wait()
             return 0

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import requests
 
-from vime.backends.vllm_utils.process_guard import kill_group
+from vime.backends.vllm_utils.process_guard import kill_group, process_alive
 
 WORKER_EXTENSION = "vime.backends.vllm_utils.worker_extension.VimeWorkerExtension"
 
@@ -62,35 +62,49 @@ class ServerProcess:
         self.log_path = Path(log_path)
         self.pid_file = self.log_path.with_suffix(".pid")
         self.env = env or server_env()
-        self.guard: subprocess.Popen | None = None
+        self.guard_pid_file = self.log_path.with_suffix(".guard.pid")
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.pid_file.unlink(missing_ok=True)
+        self.guard_pid_file.unlink(missing_ok=True)
         guard_cmd = [
             sys.executable,
             "-m",
             "vime.backends.vllm_utils.process_guard",
+            "--detach",
             "--parent-pid",
             str(os.getpid()),
             "--pid-file",
             str(self.pid_file),
+            "--guard-pid-file",
+            str(self.guard_pid_file),
             "--",
             *self.cmd,
         ]
         with open(self.log_path, "ab") as log:
-            self.guard = subprocess.Popen(guard_cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env)
+            launcher = subprocess.Popen(guard_cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env)
+        launcher.wait()  # returns as soon as the guard has detached
+        deadline = time.monotonic() + 30
+        while self.guard_pid is None:
+            if time.monotonic() > deadline:
+                raise EngineStartError(
+                    f"process guard did not start; log {self.log_path}:\n{self.log_tail()}"
+                )
+            time.sleep(0.02)
+
+    @property
+    def guard_pid(self) -> int | None:
+        return _read_pid(self.guard_pid_file)
 
     @property
     def server_pid(self) -> int | None:
         """The API server's pid (also its process-group id), once the guard has started it."""
-        try:
-            return int(self.pid_file.read_text())
-        except (FileNotFoundError, ValueError):
-            return None
+        return _read_pid(self.pid_file)
 
     def alive(self) -> bool:
-        return self.guard is not None and self.guard.poll() is None
+        pid = self.guard_pid
+        return pid is not None and process_alive(pid)
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -104,9 +118,8 @@ class ServerProcess:
         start = time.monotonic()
         while True:
             if not self.alive():
-                code = self.guard.returncode if self.guard else None
                 raise EngineStartError(
-                    f"vLLM server for {url} exited with code {code} before it became healthy; "
+                    f"vLLM server for {url} exited before it became healthy; "
                     f"log {self.log_path}, last lines:\n{self.log_tail()}"
                 )
             try:
@@ -131,15 +144,23 @@ class ServerProcess:
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Stop the server and everything it started; safe to call twice."""
-        if self.guard is None:
-            return
-        if self.guard.poll() is None:
-            self.guard.send_signal(signal.SIGTERM)
-            try:
-                self.guard.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.guard.kill()
-                self.guard.wait()
+        guard = self.guard_pid
+        if guard is not None and process_alive(guard):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(guard, signal.SIGTERM)
+            deadline = time.monotonic() + timeout_s
+            while process_alive(guard) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if process_alive(guard):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(guard, signal.SIGKILL)
         pid = self.server_pid
         if pid is not None:
             kill_group(pid, grace_s=1.0)
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
