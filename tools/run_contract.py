@@ -128,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     import pytest
 
     traceback_style = [] if any(a.startswith("--tb") for a in invocation.pytest_args) else ["--tb=short"]
-    args = [str(invocation.file), "-p", "no:cacheprovider", *traceback_style, *invocation.pytest_args]
+    # no cache dir in the plugin author's tree; hypothesis's plugin costs ~2 s and no contract uses it
+    quiet_plugins = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
+    args = [str(invocation.file), *quiet_plugins, *traceback_style, *invocation.pytest_args]
     return int(pytest.main(args))
 
 

@@ -143,6 +143,7 @@ def run_contract(worktree: Path, run: ContractRun, file_prs: FilePRs) -> tuple[l
     paths, note = framework_path(worktree)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [*paths, os.environ.get("PYTHONPATH")]))}
     env.pop("PYTEST_ADDOPTS", None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the sync worktree
     plugin_files = hook_files(worktree, run.args) or default_hook_files(worktree, contract_file)
     with tempfile.TemporaryDirectory(prefix="vime-gate-") as scratch:
         xml_path = Path(scratch) / "junit.xml"

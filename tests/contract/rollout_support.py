@@ -16,14 +16,24 @@ ENGINE_FREE_GENERATE = f"{FIXTURES}.engine_free.generate"
 N_PROMPTS = 8
 
 
+TOKENIZER_CACHE = Path(tempfile.gettempdir()) / "vime-contract-tokenizer-seed0"
+
+
 @functools.cache
 def contract_tokenizer_dir() -> str:
-    """The tiny local tokenizer (trained here, nothing downloaded), built once per process."""
+    """The tiny local tokenizer (trained here, nothing downloaded), built once and shared by every
+    contract run on this machine (deterministic: seed 0)."""
+    if (TOKENIZER_CACHE / "tokenizer.json").is_file():
+        return str(TOKENIZER_CACHE)
     from vime.utils.tiny_model import build_tokenizer
 
-    directory = Path(tempfile.mkdtemp(prefix="vime-contract-tokenizer-"))
-    build_tokenizer(directory, seed=0)
-    return str(directory)
+    scratch = Path(tempfile.mkdtemp(prefix="vime-contract-tokenizer-"))
+    build_tokenizer(scratch, seed=0)
+    try:
+        scratch.rename(TOKENIZER_CACHE)  # atomic; another run may have won the race
+    except OSError:
+        return str(TOKENIZER_CACHE) if (TOKENIZER_CACHE / "tokenizer.json").is_file() else str(scratch)
+    return str(TOKENIZER_CACHE)
 
 
 def write_prompts(path: Path) -> Path:
