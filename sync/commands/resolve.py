@@ -51,14 +51,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Apply the review decisions: commit 2 with no conflict markers; refuses while a Decide question is open."""
         from sync.window.errors import SyncError
-        from sync.window.gitio import git_text
+        from sync.window.gitio import GitError, git_text
         from sync.window.resolve import resolve_branch
         from sync.window.worktree import commit_paths
 
         console = Console()
         try:
             result = resolve_branch(worktree, decisions)
-        except SyncError as exc:
+        except (SyncError, GitError) as exc:
             typer.echo(f"vime-sync resolve: {exc}", err=True)
             raise typer.Exit(1) from None
         applied = ", ".join(f"{n} {k}" for k, n in sorted(result.applied.items())) or "nothing"

@@ -19,12 +19,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show questions by tier (and how many Decide are open), conflict markers left, and the gate result."""
         from sync.window.errors import SyncError
+        from sync.window.gitio import GitError
         from sync.window.status import sync_status
 
         console = Console()
         try:
             st = sync_status(worktree)
-        except SyncError as exc:
+        except (SyncError, GitError) as exc:
             typer.echo(f"vime-sync status: {exc}", err=True)
             raise typer.Exit(1) from None
         table = Table(title=f"{st.branch}: {'resolved' if st.resolved else 'waiting for review'}")

@@ -47,6 +47,7 @@ def register(app: typer.Typer) -> None:
         """Translate and 3-way merge upstream PRs (cutoff, #to] into branch sync/slime-<from>-<to> in a separate worktree."""
         from sync.rules import RuleTableError
         from sync.window import SyncError, print_summary, run_window
+        from sync.window.gitio import GitError
 
         console = Console()
         try:
@@ -54,7 +55,7 @@ def register(app: typer.Typer) -> None:
                 upstream, downstream, to_pr, from_pr, cutoff, per_pr=per_pr, console=console,
                 worktree=worktree, upstream_ref=upstream_ref,
             )  # fmt: skip
-        except (SyncError, RuleTableError) as exc:
+        except (SyncError, RuleTableError, GitError, ValueError) as exc:
             typer.echo(f"vime-sync window: {exc}", err=True)
             raise typer.Exit(1) from None
         print_summary(result, console=console)
