@@ -95,18 +95,26 @@ def load_checkpoint(model, optimizer, root: str | Path, step: int | None = None)
 
 
 def _unshare_adam_steps(optimizer) -> None:
-    """Give every parameter its own Adam step counter again.
+    """Give every parameter its own Adam step counter again, at the checkpoint's step.
 
-    Without Apex / TransformerEngine, megatron-core 0.16.1's DistributedOptimizer.load_state_dict puts
-    ONE step tensor into every parameter's state; torch's foreach Adam then increments that shared
-    tensor once per parameter, so the first resumed step used a wildly wrong bias correction (seen on
-    the H200s: the replayed step differed from the original). A clone per parameter fixes it.
+    Without Apex / TransformerEngine, megatron-core 0.16.1's DistributedOptimizer.load_state_dict
+    (a) puts ONE step tensor into every parameter's state, which torch's foreach Adam then increments
+    once per parameter, and (b) copies into it the live step captured when the load's sharded state
+    dict was built (the step before the load). Both make the first resumed step use a wrong bias
+    correction (seen on the H200s: the replayed step differed from the original). The checkpoint's
+    own step travels in the param groups; every parameter gets a fresh tensor holding it.
     """
     for opt in getattr(optimizer, "chained_optimizers", [optimizer]):
         inner = getattr(opt, "optimizer", None)
-        for state in getattr(inner, "state", {}).values():
-            if torch.is_tensor(state.get("step")):
-                state["step"] = state["step"].clone()
+        for group in getattr(inner, "param_groups", []):
+            saved = group.get("step")
+            for p in group["params"]:
+                state = inner.state.get(p, {})
+                old = state.get("step")
+                if not torch.is_tensor(old):
+                    continue
+                value = float(saved) if saved is not None else float(old)
+                state["step"] = torch.tensor(value, dtype=old.dtype, device=old.device)
 
 
 def _barrier() -> None:
