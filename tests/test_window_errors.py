@@ -93,3 +93,15 @@ def test_cli_prints_one_line_and_exits_1(sc):
     assert result.exit_code == 1
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("vime-sync window: branch sync/slime-11-14 already exists")
+
+
+def test_unreadable_state_file_and_missing_cutoff(sc):
+    from window_helpers import commit
+
+    with pytest.raises(SyncError, match=r"no cutoff: give --from N"):
+        run_window(sc.upstream, sc.downstream, to_pr=14, rules=FakeRules(), translate_fn=fake_translate)
+    commit(sc.downstream, "broken state", {".vime-sync/state.toml": "[last_sync]\ncutoff = 1\n"})
+    with pytest.raises(
+        SyncError, match=r"\.vime-sync/state\.toml is unreadable .*; fix or delete it and pass --from"
+    ):
+        run_window(sc.upstream, sc.downstream, to_pr=14, rules=FakeRules(), translate_fn=fake_translate)

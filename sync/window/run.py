@@ -141,7 +141,10 @@ def run_window(
     console = console or Console(quiet=True)
     upstream, downstream = Path(upstream).resolve(), Path(downstream).resolve()
     check_repos(upstream, downstream)
-    state = read_state(downstream)
+    try:
+        state = read_state(downstream)
+    except ValueError as exc:
+        raise SyncError(str(exc)) from exc
     if from_pr is None and cutoff is None and state is not None:
         cutoff, from_pr = state.cutoff, state.last_pr + 1
     with stage(console, "window") as found:
