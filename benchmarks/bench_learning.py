@@ -14,6 +14,7 @@ import argparse
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,8 +30,11 @@ def summarize(records: list[dict], window: int = 3) -> dict[str, float]:
         phase: sum(r.get(f"time/{phase}", 0.0) for r in steps) / total
         for phase in ("rollout", "train", "update_weights", "save", "eval")
     }
+    full = [r.get("rollout/full_reward_share", 0.0) for r in steps]
     return {
         "steps": len(steps),
+        "full_reward_share_start": statistics.mean(full[:window]),
+        "full_reward_share_end": statistics.mean(full[-window:]),
         "reward_start": statistics.mean(rewards[:window]),
         "reward_end": statistics.mean(rewards[-window:]),
         "seconds_per_step": statistics.median(step_times),
@@ -67,16 +71,23 @@ def main() -> None:
     from train import train
     from vime.utils.arguments import parse_args
 
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="vime-bench-learning-") as tmp:
         args = parse_args(["--preset", "tiny-cpu", "--num-rollout", str(known.steps),
                            "--metrics-jsonl", str(Path(tmp) / "metrics.jsonl"), *rest])  # fmt: skip
         records = train(args)
+    wall = time.perf_counter() - started
     figures = summarize(records)
     plot(records, known.out)
     print(f"steps                 {figures['steps']}")
     print(f"reward start (mean of first 3 steps)  {figures['reward_start']:.3f}")
     print(f"reward end   (mean of last 3 steps)   {figures['reward_end']:.3f}")
+    print(
+        f"samples with full reward (correct boxed answer), first / last 3 steps  "
+        f"{figures['full_reward_share_start']:.1%} / {figures['full_reward_share_end']:.1%}"
+    )
     print(f"seconds per step (median)             {figures['seconds_per_step']:.2f}")
+    print(f"wall time of the whole run (engine start included)  {wall:.0f} s")
     for phase in ("rollout", "train", "update_weights", "save", "eval"):
         print(f"share of step time in {phase:<15} {figures[f'share_{phase}']:.1%}")
     print(f"curve saved to {known.out}")

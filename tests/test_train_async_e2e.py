@@ -18,7 +18,8 @@ def test_async_rollouts_are_one_update_behind(tiny_model_dir, tmp_path):
     """Step N+1 is generated while step N trains, so its samples come from the weights before step N.
 
     Step 0's samples come from the trainer's own weights (log-probs match); every later step's
-    come from weights one update old, which the trainer's recomputed log-probs show.
+    come from weights one update old, which the trainer's recomputed log-probs show (a random
+    0/1 reward makes every step change the weights; train.py, synchronous, shows no such gap).
     """
     import ray
 
@@ -32,6 +33,7 @@ def test_async_rollouts_are_one_update_behind(tiny_model_dir, tmp_path):
             "--rollout-batch-size", "4",
             "--n-samples-per-prompt", "4",
             "--lr", "1e-2",
+            "--rm-type", "random", "--custom-rm-path", "",
             "--num-rollout", "3",
             "--metrics-jsonl", str(tmp_path / "metrics.jsonl"),
             "--router-prometheus-port", str(_free_port()),

@@ -2,7 +2,9 @@
 
 One training run (3 steps, checkpoint and rollout data saved every step) is shared by the
 tests below; the resume test then replays the saved rollouts into a trainer restarted from
-a checkpoint (no engine needed for that part).
+a checkpoint (no engine needed for that part). The reward is the hub's ``random`` coin, so
+every group carries a learning signal and every step moves the weights: these tests check the
+mechanics; that the tiny run learns is shown by benchmarks/bench_learning.py.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def _flags(model_dir: Path, root: Path) -> list[str]:
         "--rollout-batch-size", "4",
         "--n-samples-per-prompt", "4",
         "--lr", "1e-2",
+        "--rm-type", "random", "--custom-rm-path", "",  # every group has a learning signal, every step
         "--save", str(root / "ckpt"),
         "--save-interval", "1",
         "--save-debug-rollout-data", str(root / "rollout_{rollout_id}.pkl"),
@@ -117,6 +120,7 @@ def test_resume_from_checkpoint_continues_at_the_right_step(grpo_run, tmp_path, 
             "--rollout-batch-size", "4",
             "--n-samples-per-prompt", "4",
             "--lr", "1e-2",
+            "--rm-type", "random", "--custom-rm-path", "",
             "--num-rollout", str(NUM_STEPS),
             "--load", str(resumed_root),
             "--save", str(resumed_root),

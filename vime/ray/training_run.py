@@ -151,6 +151,7 @@ def rollout_summary(data: dict[str, list]) -> dict[str, float]:
     raw = data.get("raw_reward") or data.get("rewards")
     if raw:
         out["rollout/raw_reward"] = sum(float(r) for r in raw) / len(raw)
+        out["rollout/full_reward_share"] = sum(float(r) >= 1.0 for r in raw) / len(raw)
     lengths = data.get("response_lengths")
     if lengths:
         out["rollout/response_len"] = sum(lengths) / len(lengths)
