@@ -14,6 +14,7 @@ Usage: .venv/bin/python benchmarks/bench_window.py [--mirror PATH] [--scratch DI
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import os
 import re
@@ -72,9 +73,41 @@ def changed_base_lines(base: bytes, theirs: bytes) -> list[tuple[int, int]]:
     return [(i1, i2) for tag, i1, i2, _, _ in ops if tag != "equal"]
 
 
+def top_level_spans(source: bytes) -> list[tuple[int, int]]:
+    """0-based (first, last) line of every top-level statement, decorators included."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    spans = []
+    for node in tree.body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        spans.append((first - 1, (node.end_lineno or node.lineno) - 1))
+    return spans
+
+
+def adjacent_edit(base: bytes, ranges: list[tuple[int, int]]) -> bytes | None:
+    """Edit the top-level statement right before an upstream-changed top-level statement (line-adjacent:
+    a line merge conflicts, a per-definition merge does not), or None when the file has no such pair."""
+    spans = top_level_spans(base)
+    starts = {first: (first, last) for first, last in spans}
+    ends = {last: (first, last) for first, last in spans}
+    changed = {i for a, b in ranges for i in range(a, max(b, a + 1))}
+    lines = base.splitlines(keepends=True)
+    for a, _end in ranges:
+        if a not in starts or a - 1 not in ends:
+            continue
+        prev = ends[a - 1]
+        if prev[0] != prev[1] or any(i in changed for i in range(prev[0], prev[1] + 1)):
+            continue
+        lines[prev[1]] = lines[prev[1]].rstrip(b"\r\n") + b"  # vime: adjacent edit\n"
+        return b"".join(lines)
+    return None
+
+
 def plan_edits(up: Path, cutoff: str, tip: str, rules, files: dict[str, bytes]):
     """Pick files and lines for the downstream edits: 4 overlapping, 4 not overlapping, 3 outside the window."""
-    overlap, apart = {}, {}
+    overlap, apart, adjacent = {}, {}, {}
     changes = [c for c in changed_files(up, cutoff, tip) if c.status == "M" and c.path.endswith(".py")]
     with BlobReader(up) as blobs:
         for c in changes:
@@ -87,7 +120,10 @@ def plan_edits(up: Path, cutoff: str, tip: str, rules, files: dict[str, bytes]):
             lines = base.splitlines(keepends=True)
             if not ranges or len(lines) < 40:
                 continue
-            if len(overlap) < 4 and ranges[0][0] < len(lines) and lines[ranges[0][0]].strip():
+            edited = adjacent_edit(base, ranges) if len(adjacent) < 3 else None
+            if edited is not None:
+                adjacent[dst] = edited
+            elif len(overlap) < 4 and ranges[0][0] < len(lines) and lines[ranges[0][0]].strip():
                 i = ranges[0][0]
                 lines[i] = lines[i].rstrip(b"\r\n") + b"  # vime: overlapping edit\n"
                 overlap[dst] = b"".join(lines)
@@ -120,7 +156,7 @@ def plan_edits(up: Path, cutoff: str, tip: str, rules, files: dict[str, bytes]):
         if old in files and old.endswith(".py"):
             renamed[old] = (NOTE + "\n").encode() + files[old]  # a note on top: upstream edits lie elsewhere
             break
-    return overlap, apart, outside, renamed
+    return overlap, apart, outside, renamed, adjacent
 
 
 def cpu_seconds() -> float:
@@ -169,8 +205,8 @@ def main() -> None:
     t0 = time.perf_counter()
     files = build_downstream(up, down, cutoff, rules)
     print(f"downstream: {len(files)} translated files in {time.perf_counter() - t0:.1f} s")
-    overlap, apart, outside, renamed = plan_edits(up, cutoff, tip, rules, files)
-    for rel, data in {**overlap, **apart, **outside, **renamed}.items():
+    overlap, apart, outside, renamed, adjacent = plan_edits(up, cutoff, tip, rules, files)
+    for rel, data in {**overlap, **apart, **outside, **renamed, **adjacent}.items():
         (down / rel).write_bytes(data)
     sh(down, "commit", "-q", "-a", "-m", "vime edits")
     print(
@@ -213,7 +249,7 @@ def main() -> None:
 
     # checks
     moved = {o.renamed_from: o.path for o in result.outcomes if o.renamed_from}
-    edited = set(overlap) | set(apart) | set(outside) | {moved.get(p, p) for p in renamed}
+    edited = set(overlap) | set(apart) | set(outside) | set(adjacent) | {moved.get(p, p) for p in renamed}
     expected: dict[str, bytes] = {}
     with BlobReader(up) as blobs:
         for path, (mode, oid) in ls_tree(up, tip).items():
@@ -247,6 +283,12 @@ def main() -> None:
     conflicted = {o.path for o in result.outcomes if o.outcome in ("conflict", "add_add")}
     print(f"check: conflict files {sorted(conflicted)}; all overlap an edit: {conflicted <= set(overlap)}; "
           f"overlapping edits that merged without conflict: {sorted(set(overlap) - conflicted)}")  # fmt: skip
+    by_path = {o.path: o for o in result.outcomes}
+    settled = {p: by_path[p].outcome for p in adjacent}
+    kept = [p for p in adjacent if b"# vime: adjacent edit" in (wt / p).read_bytes()]
+    print(
+        f"check: line-adjacent edits in other top-level statements: outcomes {settled}; edit kept in {len(kept)}/{len(adjacent)}"
+    )
     print(f"check: warm runs give one tree: {len(trees) == 1}")
 
     med = statistics.median

@@ -96,3 +96,16 @@ def test_struct_merge_output_always_parses_and_keeps_one_sided_changes(b, o, t):
     cst.parse_module(merged.decode())
     expected = [o[i] if o[i] != b[i] else t[i] for i in range(3)]
     assert merged == module(expected)
+
+
+def test_struct_merge_keeps_edited_imports_in_place():
+    base = b"import os\nimport sys\nimport re\n"
+    ours = b"import os  # vime\nimport sys\nimport re\n"
+    theirs = b"import os\nimport sys as system\nimport re\n"
+    assert merge3(ours, base, theirs, LABELS).conflicts == 1
+    assert struct_merge(ours, base, theirs) == b"import os  # vime\nimport sys as system\nimport re\n"
+
+
+def test_struct_merge_places_a_new_first_statement_before_its_successor():
+    merged = struct_merge(b"import os\nY = 2\n", b"import os\nY = 1\n", b"import zz\nimport os\nY = 1\n")
+    assert merged == b"import zz\nimport os\nY = 2\n"

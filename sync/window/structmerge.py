@@ -23,6 +23,11 @@ def _stmt_key(module: cst.Module, stmt: cst.CSTNode) -> tuple[str, str]:
             return ("assign", targets)
         if isinstance(small, cst.AnnAssign):
             return ("assign", module.code_for_node(small.target))
+        if isinstance(small, cst.Import):  # keyed by module, so an edited import keeps its place
+            return ("import", ",".join(module.code_for_node(alias.name) for alias in small.names))
+        if isinstance(small, cst.ImportFrom):
+            name = module.code_for_node(small.module) if small.module else ""
+            return ("from", "." * len(small.relative) + name)
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString | cst.ConcatenatedString):
             return ("docstring", "")
     if isinstance(stmt, cst.If):
@@ -90,9 +95,17 @@ def struct_merge(ours: bytes, base: bytes, theirs: bytes) -> bytes | None:
             merged[key] = code
     order: list[_Key] = [k for k in o_order if k in merged]
     for i, key in enumerate(t_order):
-        if key in merged and key not in order:
+        if (
+            key in merged and key not in order
+        ):  # added by theirs: after its predecessor, else before its successor
             prev = next((t_order[j] for j in range(i - 1, -1, -1) if t_order[j] in order), None)
-            order.insert(order.index(prev) + 1 if prev is not None else 0, key)
+            succ = next((k for k in t_order[i + 1 :] if k in order), None)
+            if prev is not None:
+                order.insert(order.index(prev) + 1, key)
+            elif succ is not None:
+                order.insert(order.index(succ), key)
+            else:
+                order.append(key)
     result = (header or "") + "".join(merged[k] for k in order) + (footer or "")
     try:
         cst.parse_module(result)
