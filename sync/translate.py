@@ -51,7 +51,7 @@ def translate_file(path: str, data: bytes, rules: RuleSet) -> FileTranslation:
     if kind == "python":
         try:
             new_text, applied, hits = translate_python(text, path, dst_path, rules_c)
-        except (cst.ParserSyntaxError, RecursionError, UnicodeEncodeError, ValueError) as error:
+        except (cst.ParserSyntaxError, RecursionError, UnicodeEncodeError) as error:
             parse_error = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else error!r}"
             new_text, applied, hits = translate_text(text, path, rules_c)
     else:

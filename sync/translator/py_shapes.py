@@ -188,7 +188,7 @@ class ShapePass(RecordingTransformer):
         return updated_node
 
 
-RETURN_LOGPROB_NOTE = 'vime-sync: "return_logprob" became sampling_params["logprobs"] = 0'
+RETURN_LOGPROB_NOTE = 'vime-sync: return_logprob became sampling_params["logprobs"] = 0'
 
 
 def _index_of(elements: list, key: str) -> int | None:

@@ -7,6 +7,7 @@ as they are. No pass adds or removes lines, so a line of the output is the same 
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 
@@ -15,12 +16,14 @@ import libcst as cst
 from sync.translator.compiled import SGLANG_REFERENCE, CompiledRules
 from sync.translator.cst_base import PassContext, RecordingTransformer, line_map
 from sync.translator.model import Applied, Hit
+from sync.translator.narrow import Narrower
 from sync.translator.py_imports import ImportPass, scan_bindings
 from sync.translator.py_kwargs import KeywordPass
 from sync.translator.py_names import NamePass
 from sync.translator.py_shapes import ShapePass
 from sync.translator.py_strings import StringRolePass
 from sync.translator.scan import snippet
+from sync.translator.spans import group_first_lines, parse_ast, spans_by_codegen, split_lines, statement_spans
 
 PassFactory = Callable[[PassContext], RecordingTransformer]
 
@@ -41,9 +44,24 @@ def _passes(rules: CompiledRules, code: str, renamed: re.Pattern[str] | None) ->
     return chosen
 
 
+def _trigger_lines(text: str, rules: CompiledRules, renamed: re.Pattern[str] | None) -> list[int]:
+    """Sorted line numbers where any rule could act."""
+    starts = [0] + [match.end() for match in re.finditer(r"\r\n|\r|\n", text)]
+    lines = set()
+    for regex in (rules.trigger, renamed):
+        if regex is not None:
+            lines.update(bisect.bisect_right(starts, match.start()) for match in regex.finditer(text))
+    return sorted(lines)
+
+
 def _renamed_bindings(context: PassContext) -> re.Pattern[str] | None:
-    """Names whose import changes them (``ServerArgs`` → ``EngineArgs``): uses must follow."""
-    names = [old for old, (new, _rule) in context.bindings.items() if new is not None and new != old]
+    """Names whose import changes them (``ServerArgs`` → ``EngineArgs``): uses must follow; and
+    names imported from modules that stay SGLang: their uses are reported with the import."""
+    names = [
+        old
+        for old, (new, rule) in context.bindings.items()
+        if (new is not None and new != old) or (rule is not None and rule.leaves_code)
+    ]
     return re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b") if names else None
 
 
@@ -66,26 +84,53 @@ class _Lines:
         return self.start + relative - 1 + event.offset
 
 
-def _comment_lines(module: cst.Module, rules: CompiledRules, start: int, nodes, out_applied, out_hits):
-    """Prose rules on the module's header/footer comments (outside any statement)."""
-    new_nodes = []
-    for index, empty in enumerate(nodes):
-        if empty.comment is None:
-            new_nodes.append(empty)
+def _comment_lines(
+    rules: CompiledRules, lines: list[str], first: int, applied: list[Applied], hits: list[tuple[str, int]]
+) -> list[str]:
+    """Prose rules on the module's header/footer comment lines (outside any statement)."""
+    out = []
+    for offset, line in enumerate(lines):
+        if not line.lstrip().startswith("#"):
+            out.append(line)
             continue
-        text, applied, hits = rules.rewrite_text(empty.comment.value, "prose")
-        out_applied.extend(Applied(rule_id, start + index) for rule_id, _ in applied)
-        out_hits.extend((rule_id, start + index) for rule_id, _ in hits)
-        new_nodes.append(
-            empty.with_changes(comment=empty.comment.with_changes(value=text)) if applied else empty
-        )
-    return new_nodes
+        new, line_applied, line_hits = rules.rewrite_text(line, "prose")
+        applied.extend(Applied(rule_id, first + offset) for rule_id, _ in line_applied)
+        hits.extend((rule_id, first + offset) for rule_id, _ in line_hits)
+        out.append(new)
+    return out
+
+
+def _run_passes(
+    module: cst.Module,
+    statement: cst.BaseStatement,
+    factories: list[PassFactory],
+    context: PassContext,
+    start: int,
+    applied: list[Applied],
+    hits: list[tuple[str, int]],
+) -> cst.BaseStatement:
+    current = statement
+    lines = _Lines(module, start)
+    for factory in factories:
+        transformer = factory(context)
+        updated = current.visit(transformer)
+        for event in transformer.events:
+            absolute = lines.line_of(event, current)
+            if event.applied:
+                applied.append(Applied(event.rule.id, absolute))
+            else:
+                hits.append((event.rule.id, absolute))
+        current = updated
+    return current
 
 
 def translate_python(
     text: str, path: str, dst_path: str | None, rules: CompiledRules
 ) -> tuple[str, list[Applied], list[Hit]]:
-    """Translate one module's source. Raises ``libcst.ParserSyntaxError`` when it does not parse."""
+    """Translate one module's source. Raises ``libcst.ParserSyntaxError`` when it does not parse.
+
+    Unchanged statements are copied from the source text; only changed ones are generated.
+    """
     if not rules.trigger.search(text):
         return text, [], []
     module = cst.parse_module(text)
@@ -93,33 +138,32 @@ def translate_python(
         rules=rules, path=path, dst_path=dst_path, bindings=scan_bindings(text, rules, path)
     )
     renamed = _renamed_bindings(context)
+    source = split_lines(text)
+    tree = parse_ast(text)
+    spans = statement_spans(module, tree, source)
+    nodes = (
+        [node for _, node in group_first_lines(tree.body)] if spans is not None else [None] * len(module.body)
+    )
+    spans = spans or spans_by_codegen(module)
     applied: list[Applied] = []
     raw_hits: list[tuple[str, int]] = []
-    header = _comment_lines(module, rules, 1, module.header, applied, raw_hits)
-    line = 1 + len(module.header)
-    body = []
-    for statement in module.body:
-        code = module.code_for_node(statement)
-        factories = _passes(rules, code, renamed) if rules.trigger.search(code) or renamed else []
-        if factories:
-            current = statement
-            lines = _Lines(module, line)
-            for factory in factories:
-                transformer = factory(context)
-                updated = current.visit(transformer)
-                for event in transformer.events:
-                    absolute = lines.line_of(event, current)
-                    if event.applied:
-                        applied.append(Applied(event.rule.id, absolute))
-                    else:
-                        raw_hits.append((event.rule.id, absolute))
-                current = updated
-            statement = current
-        body.append(statement)
-        line += code.count("\n")
-    footer = _comment_lines(module, rules, line, module.footer, applied, raw_hits)
-    new_module = module.with_changes(header=header, body=body, footer=footer)
-    new_text = new_module.code if (applied or raw_hits) else text
+    pieces = _comment_lines(rules, source[: len(module.header)], 1, applied, raw_hits)
+
+    def run(statement: cst.BaseStatement, first: int, last: int) -> cst.BaseStatement:
+        factories = _passes(rules, "".join(source[first - 1 : last]), renamed)
+        if not factories:
+            return statement
+        return _run_passes(module, statement, factories, context, first, applied, raw_hits)
+
+    narrower = Narrower(module, source, _trigger_lines(text, rules, renamed), run)
+    for statement, node, (start, end) in zip(module.body, nodes, spans, strict=True):
+        new = narrower.transform(statement, node, start, end, [])
+        pieces.append(narrower.text(start, end) if new is None else new)
+    last = spans[-1][1] if spans else len(module.header)
+    pieces.extend(_comment_lines(rules, source[last:], last + 1, applied, raw_hits))
+    new_text = "".join(pieces) if (applied or raw_hits) else text
+    if new_text != text and not text.endswith(("\n", "\r")) and new_text.endswith(("\n", "\r")):
+        new_text = new_text.rstrip("\r\n") if text.rstrip("\r\n") == text else new_text
     lines = new_text.split("\n")
     hits = [
         Hit(rule_id, number, snippet(lines[number - 1]) if number <= len(lines) else "")
