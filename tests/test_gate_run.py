@@ -121,9 +121,7 @@ def test_clean_worktree_passes_and_says_which_framework_it_used(tmp_path):
 def test_contracts_test_the_worktrees_own_framework_code(tmp_path):
     """A worktree that carries vime: breaking its default reward post-process fails the gate,
     although this installation's copy is fine."""
-    worktree = tmp_path / "wt"
-    for rel in ("vime", "tests/contract", "tools"):
-        shutil.copytree(ROOT / rel, worktree / rel, ignore=shutil.ignore_patterns("__pycache__"))
+    worktree = vime_copy(tmp_path / "wt")
     target = worktree / "vime/rollout/reward_post_process.py"
     target.write_text(target.read_text().replace("return raw, normalized", "return raw, normalized[:-1]"))
     (worktree / ".vime-sync").mkdir()
@@ -139,6 +137,33 @@ def test_contracts_test_the_worktrees_own_framework_code(tmp_path):
     assert not result.notes  # the worktree's framework was used
 
 
+def vime_copy(worktree: Path) -> Path:
+    for rel in ("vime", "tests/contract", "tools"):
+        shutil.copytree(ROOT / rel, worktree / rel, ignore=shutil.ignore_patterns("__pycache__"))
+    return worktree
+
+
+def test_default_contracts_run_together_and_name_the_broken_default(tmp_path):
+    """No gate.toml: every contract file against the worktree's defaults, in one subprocess; a
+    failure is attributed to its own contract file and that file's default hook."""
+    worktree = vime_copy(tmp_path / "wt")
+    target = worktree / "vime/rollout/train_data.py"
+    target.write_text(
+        target.read_text().replace('"sample_indices": [sample.index for sample in samples],', "")
+    )
+    git_repo(worktree, {})
+    result = run_gate(worktree, tmp_path / "report", {"vime/rollout/train_data.py": [131]})
+    contracts = next(c for c in result.checks if c.name == "contracts")
+    assert contracts.checked >= 13 and "in 1 run(s)" in contracts.note
+    failures = [f for f in result.failures if f.check == "contract"]
+    assert failures and all(f.prs == [131] and "vime/rollout/train_data.py" in f.files for f in failures)
+    assert any(
+        f.message.startswith("test_convert_samples_contract.py: ")
+        and "train data lacks ['sample_indices']" in f.message
+        for f in failures
+    )
+
+
 def test_missing_contract_file_and_bad_config_are_named(tmp_path):
     worktree = git_repo(
         tmp_path / "wt",
@@ -146,7 +171,7 @@ def test_missing_contract_file_and_bad_config_are_named(tmp_path):
     )
     result = run_gate(worktree, tmp_path / "report", {})
     assert [f.message for f in result.failures if f.check == "contract"] == [
-        f"contract tests/contract/test_nope_contract.py: tests/contract/test_nope_contract.py is in neither the worktree nor {ROOT}"
+        f"contract test_nope_contract.py: tests/contract/test_nope_contract.py is in neither the worktree nor {ROOT}"
     ]
     (worktree / ".vime-sync/gate.toml").write_text("[[contract]]\nargs = 3\n")
     with pytest.raises(GateConfigError, match=r"\[\[contract\]\] #1 needs file"):

@@ -135,3 +135,17 @@ def test_plugin_next_to_the_author_imports_from_the_current_directory(tmp_path):
     (tmp_path / "my_rm.py").write_text("async def score(args, sample, **kw):\n    return 0\n")
     done = run(str(RUNNER), str(ROOT / REWARD), "--custom-rm-path", "my_rm.score", "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_several_files_share_one_run_and_a_flag_needs_one_taker(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    other = "tests/contract/test_buffer_filter_contract.py"
+    invocation = runner.parse_argv([REWARD, other, "--custom-rm-path", "a.b", "-q"])
+    assert [p.as_posix() for p in invocation.files] == [REWARD, other] and invocation.pytest_args == ["-q"]
+    runner.check_file_takes(invocation)  # the reward file takes it
+    invocation = runner.parse_argv([REWARD, other, "--data-source-path", "a.b"])
+    with pytest.raises(
+        runner.ContractUsageError,
+        match="test_reward_contract.py, test_buffer_filter_contract.py does not take --data-source-path",
+    ):
+        runner.check_file_takes(invocation)

@@ -1,6 +1,7 @@
-"""Run one hook contract file against your own plugin.
+"""Run hook contract files against your own plugin.
 
     python tools/run_contract.py tests/contract/test_reward_contract.py --custom-rm-path my_pkg.rm.score [-x -q ...]
+    python tools/run_contract.py tests/contract/test_a_contract.py tests/contract/test_b_contract.py   # several at once
 
 Every ``--xxx-path dotted.path`` becomes the environment variable ``VIME_CONTRACT_XXX_PATH``
 (what the contract file reads instead of vime's default hook); every other argument goes to
@@ -31,9 +32,9 @@ class ContractUsageError(Exception):
 
 @dataclass
 class ContractInvocation:
-    """A parsed command line: the contract file, the hook paths, what pytest gets."""
+    """A parsed command line: the contract files, the hook paths, what pytest gets."""
 
-    file: Path
+    files: list[Path]
     hook_paths: dict[str, str] = field(default_factory=dict)  # flag name ("custom-rm-path") -> dotted path
     options: dict[str, str] = field(default_factory=dict)  # env var -> value, from VALUE/SWITCH_OPTIONS
     pytest_args: list[str] = field(default_factory=list)
@@ -49,14 +50,20 @@ def env_var_for(flag: str) -> str:
 
 
 def parse_argv(argv: list[str]) -> ContractInvocation:
-    """Split ``FILE [--xxx-path P ...] [pytest args]``; raise ``ContractUsageError`` on misuse."""
+    """Split ``FILE [FILE ...] [--xxx-path P ...] [pytest args]``; raise ``ContractUsageError`` on misuse."""
     if not argv or argv[0].startswith("-"):
         raise ContractUsageError("usage: run_contract.py FILE [--xxx-path dotted.path ...] [pytest args]")
-    file = Path(argv[0])
-    if not file.is_file():
-        raise ContractUsageError(f"contract file {str(file)!r} not found; pass a file under tests/contract/")
-    invocation = ContractInvocation(file=file)
-    rest = iter(argv[1:])
+    count = next(
+        (i for i, arg in enumerate(argv) if arg.startswith("-") or not arg.endswith(".py")), len(argv)
+    )
+    files = [Path(arg) for arg in argv[: max(count, 1)]]
+    for file in files:
+        if not file.is_file():
+            raise ContractUsageError(
+                f"contract file {str(file)!r} not found; pass a file under tests/contract/"
+            )
+    invocation = ContractInvocation(files=files)
+    rest = iter(argv[len(files) :])
     for arg in rest:
         name, _, inline = arg.partition("=")
         if name in SWITCH_OPTIONS:
@@ -84,13 +91,14 @@ def parse_argv(argv: list[str]) -> ContractInvocation:
 
 
 def check_file_takes(invocation: ContractInvocation) -> None:
-    """Refuse a ``--xxx-path`` that the contract file never reads (it would be silently ignored)."""
-    text = invocation.file.read_text(encoding="utf-8")
+    """Refuse a ``--xxx-path`` that no contract file reads (it would be silently ignored)."""
+    text = "\n".join(file.read_text(encoding="utf-8") for file in invocation.files)
     taken = sorted(set(re.findall(r'"([a-z][a-z0-9-]*-path)"', text)))
+    names = ", ".join(file.name for file in invocation.files)
     for flag in invocation.hook_paths:
         if f'"{flag}"' not in text and env_var_for(flag) not in text:
             hint = ", ".join(f"--{name}" for name in taken) or "no path arguments"
-            raise ContractUsageError(f"{invocation.file.name} does not take --{flag} (it takes {hint})")
+            raise ContractUsageError(f"{names} does not take --{flag} (it takes {hint})")
 
 
 def check_paths_import(invocation: ContractInvocation) -> None:
@@ -130,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     traceback_style = [] if any(a.startswith("--tb") for a in invocation.pytest_args) else ["--tb=short"]
     # no cache dir in the plugin author's tree; hypothesis's plugin costs ~2 s and no contract uses it
     quiet_plugins = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
-    args = [str(invocation.file), *quiet_plugins, *traceback_style, *invocation.pytest_args]
+    args = [*map(str, invocation.files), *quiet_plugins, *traceback_style, *invocation.pytest_args]
     return int(pytest.main(args))
 
 

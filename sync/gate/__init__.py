@@ -89,15 +89,15 @@ def run_contracts(
         try:
             failures, note = run_contract(worktree, run, file_prs)
         except ContractSetupError as exc:
-            failures, note = [GateFailure(check="contract", message=str(exc), files=[run.file])], None
+            failures, note = [GateFailure(check="contract", message=str(exc), files=list(run.files))], None
         failed += bool(failures)
         result.failures += failures
         if note and note not in result.notes:
             result.notes.append(note)
+    files = sum(len(run.files) for run in runs)
     status = "failed" if failed else "passed"
-    result.checks.append(
-        CheckSummary("contracts", status, len(runs), f"{failed} of {len(runs)} failed; from {source}")
-    )
+    note = f"{files} contract file(s) in {len(runs)} run(s), {failed} failed; from {source}"
+    result.checks.append(CheckSummary("contracts", status, files, note))
 
 
 def run_gate(

@@ -29,15 +29,15 @@ class GateConfigError(ValueError):
 
 @dataclass(frozen=True)
 class ContractRun:
-    """One contract file with its ``--xxx-path`` arguments."""
+    """Contract files run together in one subprocess, with their ``--xxx-path`` arguments."""
 
-    file: str
+    files: tuple[str, ...]
     args: tuple[str, ...] = ()
     timeout: int = DEFAULT_TIMEOUT_S
 
     @property
     def label(self) -> str:
-        return " ".join([Path(self.file).name, *self.args])
+        return " ".join([*(Path(f).name for f in self.files), *self.args])
 
 
 @dataclass
@@ -69,7 +69,7 @@ def load_gate_config(worktree: Path) -> GateConfig:
             raise GateConfigError(
                 f"{CONFIG_PATH}: [[contract]] #{number} timeout must be a positive integer (seconds)"
             )
-        contracts.append(ContractRun(file=entry["file"], args=tuple(args), timeout=timeout))
+        contracts.append(ContractRun(files=(entry["file"],), args=tuple(args), timeout=timeout))
     exclude = data.get("static", {}).get("exclude", [])
     if not isinstance(exclude, list) or not all(isinstance(e, str) for e in exclude):
         raise GateConfigError(f"{CONFIG_PATH}: [static] exclude must be a list of glob strings")

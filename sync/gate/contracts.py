@@ -39,11 +39,11 @@ def _from_worktree_or_install(worktree: Path, rel: str) -> Path | None:
 
 
 def default_runs(worktree: Path) -> list[ContractRun]:
-    """vime's own contracts, each against vime's default hooks (no path arguments)."""
+    """vime's own contracts against vime's default hooks: no path arguments, so they share one
+    subprocess (a process per file costs about 5x as much; benchmarks/bench_gate.py)."""
     directory = worktree / CONTRACT_DIR if (worktree / CONTRACT_DIR).is_dir() else INSTALL_ROOT / CONTRACT_DIR
-    return [
-        ContractRun(file=f"{CONTRACT_DIR}/{p.name}") for p in sorted(directory.glob("test_*_contract.py"))
-    ]
+    files = tuple(f"{CONTRACT_DIR}/{p.name}" for p in sorted(directory.glob("test_*_contract.py")))
+    return [ContractRun(files=files)] if files else []
 
 
 def framework_path(worktree: Path) -> tuple[list[str], str | None]:
@@ -115,8 +115,8 @@ def named_files(worktree: Path, text: str) -> list[str]:
     return sorted(files)
 
 
-def _junit_failures(xml_path: Path) -> list[tuple[str, str, str]]:
-    """``(test name, one-line message, full text)`` of every failed or errored test case."""
+def _junit_failures(xml_path: Path) -> list[tuple[str, str, str, str]]:
+    """``(module, test name, one-line message, full text)`` of every failed or errored test case."""
     if not xml_path.is_file():
         return []
     found = []
@@ -125,50 +125,72 @@ def _junit_failures(xml_path: Path) -> list[tuple[str, str, str]]:
             for node in case.findall(tag):
                 message = (node.get("message") or "").strip().splitlines()
                 first = next((line for line in message if line.strip()), tag)
+                module = (case.get("classname") or "").rsplit(".", 1)[-1]
                 found.append(
-                    (case.get("name", "?"), _VIOLATION_PREFIX.sub("", first.strip()), node.text or "")
+                    (module, case.get("name", "?"), _VIOLATION_PREFIX.sub("", first.strip()), node.text or "")
                 )
     return found
 
 
 def run_contract(worktree: Path, run: ContractRun, file_prs: FilePRs) -> tuple[list[GateFailure], str | None]:
-    """Run one contract file; return its failures and a note about the import path used."""
-    contract_file = _from_worktree_or_install(worktree, run.file)
+    """Run the contract files of ``run`` in one subprocess; return their failures and a note
+    about the import path used."""
     runner = _from_worktree_or_install(worktree, RUNNER)
-    if contract_file is None or runner is None:
-        missing = run.file if contract_file is None else RUNNER
+    contract_files = {rel: _from_worktree_or_install(worktree, rel) for rel in run.files}
+    missing = [rel for rel, found in contract_files.items() if found is None] + (
+        [RUNNER] if runner is None else []
+    )
+    if missing:
         raise ContractSetupError(
-            f"contract {run.file}: {missing} is in neither the worktree nor {INSTALL_ROOT}"
+            f"contract {run.label}: {', '.join(missing)} is in neither the worktree nor {INSTALL_ROOT}"
         )
     paths, note = framework_path(worktree)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [*paths, os.environ.get("PYTHONPATH")]))}
     env.pop("PYTEST_ADDOPTS", None)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the sync worktree
-    plugin_files = hook_files(worktree, run.args) or default_hook_files(worktree, contract_file)
+    given = hook_files(worktree, run.args)
+    hooks_of = {Path(p).stem: given or default_hook_files(worktree, p) for p in contract_files.values()}
+    all_hooks = sorted({f for files in hooks_of.values() for f in files})
     with tempfile.TemporaryDirectory(prefix="vime-gate-") as scratch:
         xml_path = Path(scratch) / "junit.xml"
-        command = [sys.executable, str(runner), str(contract_file), *run.args, "-q", f"--junitxml={xml_path}"]
+        command = [
+            sys.executable,
+            str(runner),
+            *map(str, contract_files.values()),
+            *run.args,
+            "-q",
+            f"--junitxml={xml_path}",
+        ]
         try:
             done = subprocess.run(
                 command, cwd=worktree, env=env, capture_output=True, text=True, timeout=run.timeout
             )
         except subprocess.TimeoutExpired:
-            return [_failure(run, f"did not finish within {run.timeout} s", plugin_files, file_prs)], note
+            return [_failure(run.label, f"did not finish within {run.timeout} s", all_hooks, file_prs)], note
         if done.returncode == 0:
             return [], note
         failures = [
             _failure(
-                run,
+                _label(module, run),
                 f"{name}: {message}",
-                plugin_files + named_files(worktree, message) + _files_named(text, file_prs),
+                hooks_of.get(module, all_hooks)
+                + named_files(worktree, message)
+                + _files_named(text, file_prs),
                 file_prs,
             )
-            for name, message, text in _junit_failures(xml_path)
+            for module, name, message, text in _junit_failures(xml_path)
         ]
     if not failures:  # the runner refused (bad path) or pytest could not start
         output = (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}").splitlines()
-        failures = [_failure(run, output[-1], plugin_files + _files_named(done.stderr, file_prs), file_prs)]
+        failures = [
+            _failure(run.label, output[-1], all_hooks + _files_named(done.stderr, file_prs), file_prs)
+        ]
     return failures, note
+
+
+def _label(module: str, run: ContractRun) -> str:
+    """The failing file's name with the run's path arguments (``test_reward_contract.py --custom-rm-path ...``)."""
+    return " ".join([f"{module}.py", *run.args]) if module else run.label
 
 
 def _files_named(text: str, file_prs: FilePRs) -> list[str]:
@@ -176,11 +198,11 @@ def _files_named(text: str, file_prs: FilePRs) -> list[str]:
     return [path for path in file_prs if path.endswith(".py") and path in text]
 
 
-def _failure(run: ContractRun, message: str, files: list[str], file_prs: FilePRs) -> GateFailure:
+def _failure(label: str, message: str, files: list[str], file_prs: FilePRs) -> GateFailure:
     files = sorted(dict.fromkeys(files))
     return GateFailure(
         check="contract",
-        message=f"{run.label}: {message}",
+        message=f"{label}: {message}",
         files=files,
         prs=prs_for(files, file_prs),
     )

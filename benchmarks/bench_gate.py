@@ -1,0 +1,122 @@
+"""How long the gate takes, and what isolating each contract in its own subprocess costs.
+
+Reference: every contract file run in ONE pytest process (what a developer runs locally).
+Measured against it in the same run: the gate's contract step (one subprocess per contract file,
+PYTHONPATH=<worktree>, as `vime-sync gate` does), and the gate on the embedded demo's sync branch
+(static checks + the demo's reward contract). Prints medians of --repeats runs.
+
+    .venv/bin/python benchmarks/bench_gate.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def one_process_contracts() -> float:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/contract",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:hypothesispytest",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"contract suite failed:\n{done.stdout[-2000:]}")
+    return time.perf_counter() - started
+
+
+def gate_contract_step() -> float:
+    from sync.gate import run_contracts
+    from sync.gate.config import GateConfig
+    from sync.gate.result import GateResult
+
+    result = GateResult()
+    started = time.perf_counter()
+    run_contracts(ROOT, {}, GateConfig(), result, lambda _step: None)
+    if not result.passed:
+        raise SystemExit("gate contracts failed: " + "; ".join(f.describe() for f in result.failures))
+    return time.perf_counter() - started
+
+
+def demo_gate(scratch: Path, index: int) -> tuple[float, float]:
+    """(seconds for static checks, seconds for the whole gate) on a fresh demo sync branch."""
+    from sync.demo.build import build_demo
+    from sync.gate import run_gate, run_static_checks
+    from sync.gate.config import load_gate_config
+    from sync.gate.result import GateResult
+    from sync.reports.context import ReportContext
+    from sync.window import run_window
+
+    repos = build_demo(scratch / f"demo{index}")
+    window = run_window(repos.upstream, repos.downstream, repos.to_pr, repos.from_pr)
+    context = ReportContext(window.window, window.branch, window.outcomes)
+    file_prs = {o.path: context.prs_for(o) for o in window.outcomes}
+    started = time.perf_counter()
+    run_static_checks(window.worktree, file_prs, load_gate_config(window.worktree), GateResult())
+    static = time.perf_counter() - started
+    started = time.perf_counter()
+    result = run_gate(window.worktree, scratch / f"report{index}", file_prs)
+    assert 116 in result.prs, "the demo gate must name #116"
+    return static, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    repeats = parser.parse_args().repeats
+    console = Console()
+    from sync.gate.vllm_flags import vllm_server_options
+
+    started = time.perf_counter()
+    vllm_server_options()  # imported once per gate process; measured apart
+    vllm_parser_s = time.perf_counter() - started
+
+    reference, isolated, static, whole = [], [], [], []
+    with tempfile.TemporaryDirectory(prefix="vime-bench-gate-") as scratch:
+        for index in range(repeats):
+            console.print(f"run {index + 1}/{repeats}")
+            reference.append(one_process_contracts())
+            isolated.append(gate_contract_step())
+            s, w = demo_gate(Path(scratch), index)
+            static.append(s)
+            whole.append(w)
+    ref = statistics.median(reference)
+    table = Table(title=f"gate timings, medians of {repeats} runs (seconds)")
+    for column in ("what", "seconds", "x reference"):
+        table.add_column(column)
+    rows = [
+        ("all contract files in one pytest process (reference)", ref),
+        ("gate contract step: one subprocess per contract file", statistics.median(isolated)),
+        ("demo sync branch: static checks", statistics.median(static)),
+        ("demo sync branch: whole gate (static + reward contract)", statistics.median(whole)),
+        ("building vLLM's serve parser (once per gate process)", vllm_parser_s),
+    ]
+    for name, seconds in rows:
+        table.add_row(name, f"{seconds:.2f}", f"{seconds / ref:.2f}")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
