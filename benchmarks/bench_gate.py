@@ -1,9 +1,10 @@
 """How long the gate takes, and what isolating each contract in its own subprocess costs.
 
-Reference: every contract file run in ONE pytest process (what a developer runs locally).
-Measured against it in the same run: the gate's contract step (one subprocess per contract file,
-PYTHONPATH=<worktree>, as `vime-sync gate` does), and the gate on the embedded demo's sync branch
-(static checks + the demo's reward contract). Prints medians of --repeats runs.
+Reference: every contract file run in ONE plain pytest process (what a developer runs locally).
+Measured against it in the same run: the gate's default contract step (all files in one
+subprocess through tools/run_contract.py, PYTHONPATH=<worktree>), the same files with one
+subprocess per file (the isolation a gate.toml entry gets), and the gate on the embedded demo's
+sync branch (static checks + the demo's reward contract). Prints medians of --repeats runs.
 
     .venv/bin/python benchmarks/bench_gate.py [--repeats 3]
 """
@@ -93,12 +94,13 @@ def main() -> None:
     vllm_server_options()  # imported once per gate process; measured apart
     vllm_parser_s = time.perf_counter() - started
 
-    reference, isolated, static, whole = [], [], [], []
+    reference, together, isolated, static, whole = [], [], [], [], []
     with tempfile.TemporaryDirectory(prefix="vime-bench-gate-") as scratch:
         for index in range(repeats):
             console.print(f"run {index + 1}/{repeats}")
             reference.append(one_process_contracts())
-            isolated.append(gate_contract_step())
+            together.append(gate_contract_step(per_file=False))
+            isolated.append(gate_contract_step(per_file=True))
             s, w = demo_gate(Path(scratch), index)
             static.append(s)
             whole.append(w)
@@ -108,7 +110,8 @@ def main() -> None:
         table.add_column(column)
     rows = [
         ("all contract files in one pytest process (reference)", ref),
-        ("gate contract step: one subprocess per contract file", statistics.median(isolated)),
+        ("gate default contract step: all files, one subprocess", statistics.median(together)),
+        ("the same files, one subprocess per file", statistics.median(isolated)),
         ("demo sync branch: static checks", statistics.median(static)),
         ("demo sync branch: whole gate (static + reward contract)", statistics.median(whole)),
         ("building vLLM's serve parser (once per gate process)", vllm_parser_s),

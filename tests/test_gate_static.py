@@ -95,3 +95,21 @@ def test_conflict_marker_check_skips_binary_files(tmp_path):
     (tmp_path / "a.py").write_text("<<<<<<< ours\n=======\n>>>>>>> theirs\n")
     failures = check_conflict_markers(tmp_path, ["logo.png", "a.py"], {"a.py": [3, 1]})
     assert [f.files for f in failures] == [["a.py"]] and failures[0].prs == [1, 3]
+
+
+def test_vllm_flag_check_is_skipped_with_a_note_when_vllm_is_missing(tmp_path, monkeypatch):
+    """Without vLLM the flag check cannot build vLLM's parser: it is reported as skipped, not passed."""
+    import sync.gate as gate
+    from sync.gate.config import GateConfig
+    from sync.gate.result import GateResult
+    from sync.gate.vllm_flags import VllmNotInstalled
+
+    def missing():
+        raise VllmNotInstalled("No module named 'vllm'")
+
+    monkeypatch.setattr(gate, "vllm_server_options", missing)
+    (tmp_path / "run.sh").write_text("python train.py --vllm-anything 1\n")
+    result = GateResult()
+    gate.run_static_checks(tmp_path, {}, GateConfig(), result, rules=load_rules())
+    check = next(c for c in result.checks if c.name == "vllm-flag")
+    assert check.status == "skipped" and "vLLM not installed" in check.note and result.passed
