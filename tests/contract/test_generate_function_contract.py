@@ -105,6 +105,92 @@ def test_finished_samples_are_not_generated_again(tmp_path):
     assert "generated_by" not in result.metadata and result.response == "\\boxed{2}"
 
 
+class StubEngine:
+    """A MOCK of vLLM's ``POST /inference/v1/generate`` (token in, token out), in a thread.
+
+    A contract runs with no engine (CPU, seconds); this stands in for one so that vime's default
+    generate hook is checked on the shape of vLLM's answer. The real engine is exercised by the
+    rollout integration tests. ``finish_reasons`` are answered in order.
+    """
+
+    def __init__(self, finish_reasons: list[str]):
+        self.finish_reasons = list(finish_reasons)
+        self.requests: list[dict] = []
+
+    async def _generate(self, request):
+        from aiohttp import web
+
+        body = await request.json()
+        self.requests.append(body)
+        reason = self.finish_reasons.pop(0)
+        count = 0 if reason == "abort" else min(3, int(body["sampling_params"]["max_tokens"]))
+        choice = {
+            "token_ids": [40 + i for i in range(count)],
+            "logprobs": {"content": [{"logprob": -0.5 - i} for i in range(count)]},
+            "finish_reason": reason,
+            "weight_versions": [{"version": "7", "start": 0, "end": count}],
+        }
+        return web.json_response({"choices": [choice]})
+
+    def __enter__(self):
+        import asyncio
+        import socket
+        import threading
+
+        from aiohttp import web
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.loop = asyncio.new_event_loop()
+        app = web.Application()
+        app.router.add_post("/inference/v1/generate", self._generate)
+        self.runner = web.AppRunner(app)
+        self.loop.run_until_complete(self.runner.setup())
+        self.loop.run_until_complete(web.TCPSite(self.runner, "127.0.0.1", self.port).start())
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        import asyncio
+
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(timeout=10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+
+
+@pytest.mark.skipif(is_overridden(FLAG), reason="checks vime's default generate hook")
+def test_default_generate_against_a_stub_engine_mock(tmp_path):
+    """vime's generate: prompt ids + response ids, aligned log probs, weight versions, and the
+    finish reason as status (stop -> COMPLETED, length -> TRUNCATED, abort -> ABORTED)."""
+    from vime.rollout.generate import generate, prompt_token_ids
+    from vime.rollout.vllm_rollout import GenerateState
+    from vime.utils.http_utils import run
+
+    with StubEngine(["stop", "length", "abort"]) as engine:
+        args = rollout_args(tmp_path, vllm_router_ip="127.0.0.1", vllm_router_port=engine.port)
+        args.custom_generate_function_path = None
+        params = _sampling_params(args)
+        results = [run(generate(args, make_sample(i), dict(params))) for i in range(3)]
+    prompt_ids = prompt_token_ids(make_sample(0), GenerateState(args).tokenizer)
+    assert (
+        engine.requests[0]["token_ids"] == prompt_ids
+        and engine.requests[0]["sampling_params"]["max_tokens"] == 64
+    )
+    done, cut, aborted = results
+    assert done.tokens == prompt_ids + [40, 41, 42] and done.response_length == 3
+    assert done.rollout_log_probs == [-0.5, -1.5, -2.5] and done.weight_versions == ["7"]
+    assert [r.status for r in results] == [
+        Sample.Status.COMPLETED,
+        Sample.Status.TRUNCATED,
+        Sample.Status.ABORTED,
+    ]
+    assert aborted.response_length == 0
+    for sample in (done, cut):
+        check_sample(sample, "vime's default generate", generated=False)
+
+
 if __name__ == "__main__":
     from contract_support import run_this_file
 
