@@ -48,14 +48,19 @@ def one_process_contracts() -> float:
     return time.perf_counter() - started
 
 
-def gate_contract_step() -> float:
+def gate_contract_step(per_file: bool) -> float:
     from sync.gate import run_contracts
-    from sync.gate.config import GateConfig
+    from sync.gate.config import ContractRun, GateConfig
+    from sync.gate.contracts import default_runs
     from sync.gate.result import GateResult
 
+    runs = default_runs(ROOT)
+    config = (
+        GateConfig(contracts=[ContractRun(files=(f,)) for f in runs[0].files]) if per_file else GateConfig()
+    )
     result = GateResult()
     started = time.perf_counter()
-    run_contracts(ROOT, {}, GateConfig(), result, lambda _step: None)
+    run_contracts(ROOT, {}, config, result, lambda _step: None)
     if not result.passed:
         raise SystemExit("gate contracts failed: " + "; ".join(f.describe() for f in result.failures))
     return time.perf_counter() - started

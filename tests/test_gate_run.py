@@ -195,3 +195,24 @@ def test_cli_exit_status_and_pr_names(tmp_path):
         and "vime_plugins/rollout/math_reward.py" in done.stderr
     )
     assert (report / "GATE.md").is_file()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--worktree", "/no/such/worktree"],
+            "vime-sync gate: worktree /no/such/worktree does not exist; pass --worktree PATH",
+        ),
+        (["--file-prs", "/no/such/prs.json"], "vime-sync gate: --file-prs /no/such/prs.json not found"),
+    ],
+)
+def test_cli_bad_input_is_one_line(tmp_path, extra, message):
+    worktree = git_repo(tmp_path / "wt", {"a.py": "x = 1\n"})
+    done = subprocess.run(
+        [sys.executable, "-m", "sync.cli", "gate", "--worktree", str(worktree), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stderr.strip() == message

@@ -13,16 +13,20 @@ FILE_PRS_JSON = "file_prs.json"  # {path: [PR, ...]}, when a tool writes the map
 DECISIONS_JSON = "decisions.json"  # the window's review file: {"files": {path: {"prs": [...]}}}
 
 
+class FilePRsError(ValueError):
+    """A file -> PRs map that cannot be read; the message is one line naming the file."""
+
+
 def _read_json(path: Path) -> object:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise typer.BadParameter(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        raise FilePRsError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
 
 
 def _as_file_prs(mapping: object, path: Path) -> dict[str, list[int | str]]:
     if not isinstance(mapping, dict) or not all(isinstance(v, list) for v in mapping.values()):
-        raise typer.BadParameter(f"{path} must map file paths to lists of PR numbers")
+        raise FilePRsError(f"{path} must map file paths to lists of PR numbers")
     return {str(k): [pr if isinstance(pr, int) else str(pr) for pr in v] for k, v in mapping.items()}
 
 
@@ -30,7 +34,7 @@ def load_file_prs(report_dir: Path, explicit: Path | None) -> tuple[dict[str, li
     """The file -> PRs map: ``--file-prs``, else ``file_prs.json`` or ``decisions.json`` in the report."""
     if explicit is not None:
         if not explicit.is_file():
-            raise typer.BadParameter(f"--file-prs {explicit} not found")
+            raise FilePRsError(f"--file-prs {explicit} not found")
         return _as_file_prs(_read_json(explicit), explicit), None
     if (report_dir / FILE_PRS_JSON).is_file():
         return _as_file_prs(_read_json(report_dir / FILE_PRS_JSON), report_dir / FILE_PRS_JSON), None
@@ -73,7 +77,11 @@ def register(app: typer.Typer) -> None:
             console.print(f"vime-sync gate: worktree {worktree} does not exist; pass --worktree PATH")
             raise typer.Exit(2)
         report_dir = (report or default_report_dir(worktree)).resolve()
-        mapping, note = load_file_prs(report_dir, file_prs)
+        try:
+            mapping, note = load_file_prs(report_dir, file_prs)
+        except FilePRsError as exc:
+            console.print(f"vime-sync gate: {exc}", markup=False)
+            raise typer.Exit(2) from None
         with console.status("gate: starting") as status:
             try:
                 result = run_gate(
