@@ -76,6 +76,16 @@ def test_default_normalizes_within_each_group():
     assert rewards == [1.0, 0.0]
 
 
+@pytest.mark.skipif(is_overridden(FLAG), reason="checks vime's default")
+def test_default_groups_by_group_index_when_sizes_differ():
+    """After a filter a group may be short: groups follow group_index, not fixed chunks."""
+    _, fn = load_hook(FLAG, DEFAULT)
+    samples = _flat([[1, 0, 1], [1, 1, 0]])
+    del samples[4:]  # group 1 keeps one sample
+    _, rewards = fn(make_args(advantage_estimator="reinforce_plus_plus_baseline"), samples)
+    assert rewards == pytest.approx([1 / 3, -2 / 3, 1 / 3, 0.0])  # mean-centred only, per group
+
+
 if __name__ == "__main__":
     from contract_support import run_this_file
 
