@@ -38,6 +38,7 @@ class MegatronActorConfig:
     optimizer: OptimizerSettings = field(default_factory=OptimizerSettings)
     loss: LossConfig = field(default_factory=LossConfig)
     hf_checkpoint: str | None = None  # initial weights; None keeps Megatron's random init
+    temperature: float = 1.0  # the engines' sampling temperature: log-probs are of logits / temperature
 
 
 class MegatronActor:
@@ -65,7 +66,7 @@ class MegatronActor:
             self.optimizer = build_megatron_optimizer(self.model, cfg.optimizer, cfg.dtype)
             model.config.finalize_model_grads_func = finalize_grads_summed
             model.config.no_sync_func = self.model.no_sync
-        else:
+        else:  # a torch optimizer (or None: a frozen model such as the reference policy)
             self.model = model
             self.optimizer = optimizer_factory(model)
             model.config.finalize_model_grads_func = None
@@ -124,7 +125,9 @@ class MegatronActor:
         return outputs
 
     def _logprobs(self, logits: torch.Tensor, mb: TrainBatch, with_entropy: bool):
-        return token_logprobs_from_logits(logits, mb.input_ids, self.cfg.shape.vocab_size, with_entropy)
+        return token_logprobs_from_logits(
+            logits, mb.input_ids, self.cfg.shape.vocab_size, with_entropy, self.cfg.temperature
+        )
 
     @torch.no_grad()
     def compute_log_probs(self, batch: TrainBatch) -> torch.Tensor | None:
@@ -240,3 +243,13 @@ class MegatronActor:
         from vime.backends.megatron_utils.offload import onload_actor
 
         onload_actor(self)
+
+
+def __getattr__(name: str):
+    """``MegatronTrainBackend`` lives in backend.py (it needs MegatronActor); vime.backends.base imports
+    it from here, slime's module name, so it is resolved lazily."""
+    if name == "MegatronTrainBackend":
+        from vime.backends.megatron_utils.backend import MegatronTrainBackend
+
+        return MegatronTrainBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

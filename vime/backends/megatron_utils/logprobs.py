@@ -59,12 +59,19 @@ def vocab_parallel_logprobs_and_entropy(
 
 
 def token_logprobs_from_logits(
-    logits: torch.Tensor, input_ids: torch.Tensor, true_vocab_size: int, with_entropy: bool = True
+    logits: torch.Tensor,
+    input_ids: torch.Tensor,
+    true_vocab_size: int,
+    with_entropy: bool = True,
+    temperature: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-probs aligned to ``input_ids``: position t holds log p(token t | tokens < t); position 0 is 0.
 
-    Uses the tensor-parallel group of ``megatron.core.parallel_state`` when it is initialised.
+    ``temperature`` divides the logits, as the engine did when sampling. Uses the tensor-parallel
+    group of ``megatron.core.parallel_state`` when it is initialised.
     """
+    if temperature != 1.0:
+        logits = logits.float() / temperature
     from megatron.core import parallel_state
 
     group = None
