@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import pytest
 from contract_support import (
+    FIXTURES,
     ContractViolation,
     call_hook,
     check_callable_as,
@@ -105,6 +106,21 @@ def test_defaults_send_metrics_to_the_sink(captured):
     assert rollout_metrics.log_eval_rollout_data(3, make_args(), data, None) is True
     _, metrics = captured[-1]
     assert metrics["eval/toy"] == 0.5 and metrics["eval/toy-truncated_ratio"] == 0.5
+
+
+@pytest.mark.skipif(is_overridden(TRAIN_FLAG) or is_overridden(EVAL_FLAG), reason="checks vime's defaults")
+def test_defaults_run_a_custom_hook_first_and_may_name_themselves(captured):
+    """A custom hook returning True replaces the default; naming the default itself does not recurse."""
+    samples = _samples()
+    skip = make_args(custom_rollout_log_function_path=f"{FIXTURES}.reference_plugins.log_and_skip_default")
+    assert rollout_metrics.log_rollout_data(1, skip, samples, None, 1.0) is True and captured == []
+    itself = make_args(
+        custom_rollout_log_function_path=TRAIN_DEFAULT, custom_eval_rollout_log_function_path=EVAL_DEFAULT
+    )
+    assert rollout_metrics.log_rollout_data(1, itself, samples, None, 1.0) is True
+    data = {"toy": {"rewards": [1.0], "truncated": [False], "samples": samples[:1]}}
+    assert rollout_metrics.log_eval_rollout_data(1, itself, data, None) is True
+    assert [step for step, _ in captured] == ["rollout/step", "eval/step"]
 
 
 if __name__ == "__main__":

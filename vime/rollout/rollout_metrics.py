@@ -93,7 +93,10 @@ def log_rollout_data(
 ) -> bool:
     """Send ``rollout/*`` and ``perf/*`` metrics to the sink; a custom hook may take over first."""
     custom = getattr(args, "custom_rollout_log_function_path", None)
-    if custom and load_function(custom)(rollout_id, args, samples, rollout_extra_metrics, rollout_time):
+    hook = load_function(custom) if custom else None
+    if hook not in (None, log_rollout_data) and hook(
+        rollout_id, args, samples, rollout_extra_metrics, rollout_time
+    ):
         return True
     if getattr(args, "load_debug_rollout_data", None):
         return True
@@ -112,7 +115,8 @@ def log_eval_rollout_data(
 ) -> bool:
     """Send ``eval/<dataset>`` mean reward, truncation ratio and sample metrics to the sink."""
     custom = getattr(args, "custom_eval_rollout_log_function_path", None)
-    if custom and load_function(custom)(rollout_id, args, data, extra_metrics):
+    hook = load_function(custom) if custom else None
+    if hook not in (None, log_eval_rollout_data) and hook(rollout_id, args, data, extra_metrics):
         return True
     metrics: dict[str, float] = dict(extra_metrics or {})
     for name, result in data.items():
