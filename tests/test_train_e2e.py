@@ -142,3 +142,46 @@ def test_resume_from_checkpoint_continues_at_the_right_step(grpo_run, tmp_path, 
     got = load_file(ckpt.iteration_dir(resumed_root, 2) / "model" / "model.safetensors")
     for name, tensor in want.items():
         torch.testing.assert_close(got[name], tensor, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_debug_rollout_only_cli_writes_data_that_trains(tiny_model_dir, tmp_path):
+    """``python train.py --debug-rollout-only`` (engines alone) writes data a trainer alone then replays."""
+    import subprocess
+    import sys
+
+    import ray
+
+    from train import train
+    from vime.utils.arguments import parse_args
+
+    root = Path(__file__).resolve().parents[1]
+    template = str(tmp_path / "rollout_{rollout_id}.pkl")
+    common = ["--preset", "tiny-cpu", "--hf-checkpoint", str(tiny_model_dir), "--rollout-batch-size", "2",
+              "--n-samples-per-prompt", "2", "--num-rollout", "1"]  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            *common,
+            "--debug-rollout-only",
+            "--save-debug-rollout-data",
+            template,
+            "--router-prometheus-port",
+            str(_free_port()),
+        ],  # fmt: skip
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = load_rollout_data(template, 0)
+    assert len(data["tokens"]) == 4 and len(data["rollout_log_probs"][0]) == data["response_lengths"][0]
+
+    try:
+        records = train(parse_args([*common, "--load-debug-rollout-data", template]))
+    finally:
+        ray.shutdown()
+    assert [r["step"] for r in records] == [0] and "train/pg_loss" in records[0]
+    assert records[0]["train/train_rollout_logprob_abs_diff"] < 1e-3  # same initial weights on both sides
