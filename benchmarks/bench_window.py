@@ -285,9 +285,16 @@ def main() -> None:
           f"overlapping edits that merged without conflict: {sorted(set(overlap) - conflicted)}")  # fmt: skip
     by_path = {o.path: o for o in result.outcomes}
     settled = {p: by_path[p].outcome for p in adjacent}
-    kept = [p for p in adjacent if b"# vime: adjacent edit" in (wt / p).read_bytes()]
+    kept = []
+    for p in adjacent:  # expected: upstream's file with exactly the downstream's one-line edit applied
+        edited = next(x for x in adjacent[p].splitlines(keepends=True) if b"# vime: adjacent edit" in x)
+        original = edited.replace(b"  # vime: adjacent edit", b"")
+        theirs_lines = expected[p].splitlines(keepends=True)
+        if theirs_lines.count(original) == 1:
+            theirs_lines[theirs_lines.index(original)] = edited
+            kept += [p] if (wt / p).read_bytes() == b"".join(theirs_lines) else []
     print(
-        f"check: line-adjacent edits in other top-level statements: outcomes {settled}; edit kept in {len(kept)}/{len(adjacent)}"
+        f"check: line-adjacent edits in other top-level statements: outcomes {settled}; result == upstream file plus exactly that edit in {len(kept)}/{len(adjacent)}"
     )
     print(f"check: warm runs give one tree: {len(trees) == 1}")
 
