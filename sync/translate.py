@@ -91,11 +91,14 @@ def translate_tree(
     """Translate many files and total them up.
 
     Results come back sorted by path whatever the number of worker processes (default: one per
-    CPU for trees of PARALLEL_MIN_FILES files or more), so the output is deterministic.
+    CPU, up to 8, for trees of PARALLEL_MIN_FILES files or more on machines with 4 or more CPUs;
+    one process otherwise), so the output is deterministic.
     """
     ordered = sorted(files, key=lambda item: item[0])
     if workers is None:
-        workers = min(os.cpu_count() or 1, 8) if len(ordered) >= PARALLEL_MIN_FILES else 1
+        cpus = os.cpu_count() or 1
+        # On 2 cores shared with other work, a pool measured slower than one process (docs/benchmarks.md).
+        workers = min(cpus, 8) if cpus >= 4 and len(ordered) >= PARALLEL_MIN_FILES else 1
     results: list[FileTranslation] = []
     if workers <= 1:
         for path, data in ordered:
