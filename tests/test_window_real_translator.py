@@ -116,3 +116,27 @@ def test_small_sglang_upstream_twice_is_identical(tmp_path):
     git(down, "branch", "-D", first.branch)
     second = run_window(up, down, to_pr=3, from_pr=2)
     assert second.cache_misses == 0 and git(second.worktree, "rev-parse", "HEAD^{tree}") == tree
+
+
+def test_cli_window_prints_stages_and_summary(tmp_path):
+    from typer.testing import CliRunner
+
+    from sync.cli import app
+
+    repos = build_demo(tmp_path / "demo")
+    args = ["window", "--upstream", str(repos.upstream), "--downstream", str(repos.downstream)]
+    out = CliRunner().invoke(app, [*args, "--from", str(repos.from_pr), "--to", str(repos.to_pr)])
+    assert out.exit_code == 0, out.output
+    for line in (
+        "✓ window: #111..#122",
+        "✓ changed files",
+        "✓ questions and reports",
+        "✓ branch and commit 1",
+    ):
+        assert line in out.output
+    assert "files with conflict markers" in out.output and "questions: Decide" in out.output
+    assert "reports/slime-111-122" in out.output.replace("\n", "")
+    assert git(repos.downstream, "rev-parse", "--abbrev-ref", "HEAD") == "main"  # checkout untouched
+    assert (
+        git(repos.downstream, "branch", "--list", "sync/slime-111-122").lstrip("+* ") == "sync/slime-111-122"
+    )
