@@ -21,8 +21,7 @@ def train(args) -> list[dict]:
     try:
         if run.actor is not None and run.rollout is not None:
             run.update_weights()  # engines serve the trainer's (possibly resumed) weights from step one
-        if run.schedule.should_eval_before(run.start_rollout_id):
-            run.metrics.log(run.start_rollout_id, run.evaluate(run.start_rollout_id))
+        before = run.evaluate_before_training()  # merged into the first step's record
         with Progress(transient=True) as progress:
             task = progress.add_task(
                 "training", total=run.schedule.num_rollout, completed=run.start_rollout_id
@@ -49,7 +48,8 @@ def train(args) -> list[dict]:
                     if run.schedule.should_eval(rollout_id):
                         with timer.phase("eval"):
                             record |= run.evaluate(rollout_id)
-                run.metrics.log(rollout_id, record | timer.as_metrics())
+                run.metrics.log(rollout_id, before | record | timer.as_metrics())
+                before = {}
                 progress.advance(task)
         return run.metrics.records
     finally:

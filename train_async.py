@@ -29,8 +29,7 @@ def train_async(args) -> list[dict]:
     run = start_training_run(args)
     try:
         run.update_weights()
-        if run.schedule.should_eval_before(run.start_rollout_id):
-            run.metrics.log(run.start_rollout_id, run.evaluate(run.start_rollout_id))
+        before = run.evaluate_before_training()  # merged into the first step's record
         in_flight = run.rollout.generate.remote(run.start_rollout_id)
         with Progress(transient=True) as progress:
             task = progress.add_task(
@@ -58,7 +57,8 @@ def train_async(args) -> list[dict]:
                     if run.schedule.should_eval(rollout_id):
                         with timer.phase("eval"):
                             record |= run.evaluate(rollout_id)
-                run.metrics.log(rollout_id, record | timer.as_metrics())
+                run.metrics.log(rollout_id, before | record | timer.as_metrics())
+                before = {}
                 progress.advance(task)
         if in_flight is not None:
             ray.get(in_flight)

@@ -50,10 +50,13 @@ def grpo_run(tiny_model_dir, tmp_path_factory):
     import ray
 
     from train import train
+    from vime.rollout.synthetic import write_arithmetic_dataset
     from vime.utils.arguments import parse_args
 
     root = tmp_path_factory.mktemp("grpo_e2e")
-    args = parse_args([*_flags(tiny_model_dir, root), "--num-rollout", str(NUM_STEPS)])
+    eval_data = write_arithmetic_dataset(root / "eval.jsonl", 4, seed=1, max_operand=4, operators="+")
+    evaluation = ["--eval-prompt-data", "arith", str(eval_data), "--eval-interval", "2"]
+    args = parse_args([*_flags(tiny_model_dir, root), "--num-rollout", str(NUM_STEPS), *evaluation])
     try:
         records = train(args)
     finally:
@@ -82,6 +85,9 @@ def test_step0_training_logprobs_match_rollout(grpo_run):
     assert first["train/ppo_kl"] == pytest.approx(0.0, abs=1e-6)
     # the trainer's recomputed log-probs vs the engine's, same weights: fp32 on both sides
     assert first["train/train_rollout_logprob_abs_diff"] < 1e-3
+    # evaluation: the starting weights, then every 2nd step and after the last one
+    assert "eval_before_train/arith" in records[0] and not any(k.startswith("eval/") for k in records[0])
+    assert "eval/arith" in records[1] and "eval/arith" in records[2]
     for record in records:
         assert record["time/update_weights"] > 0 and record["time/rollout"] > 0 and record["time/train"] > 0
 

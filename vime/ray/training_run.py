@@ -92,6 +92,15 @@ class TrainingRun:
             return {}
         return ray.get(self.rollout.eval.remote(rollout_id)) or {}
 
+    def evaluate_before_training(self) -> dict[str, float]:
+        """Evaluate the starting weights (fresh runs only); keys ``eval_before_train/<name>``."""
+        if not self.schedule.should_eval_before(self.start_rollout_id):
+            return {}
+        return {
+            k.replace("eval/", "eval_before_train/", 1): v
+            for k, v in self.evaluate(self.start_rollout_id).items()
+        }
+
     def shutdown(self) -> None:
         self.metrics.finish()
         if self.rollout is not None:
