@@ -88,3 +88,25 @@ def test_path_rules_compose():
     result = translate("slime_plugins/rollout_buffer/buffer.py", b"")
     assert result.dst_path == "vime_plugins/rollout_buffer/buffer.py"
     assert rule_ids(result) == {"path.slime_plugins"}
+
+
+def test_markdown_code_follows_code_rules_and_prose_follows_prose_rules():
+    source = (
+        "The config has a top-level `sglang` key; SGLang reads it.\n"
+        "```yaml\n"
+        "sglang:\n"
+        "  - name: actor  # one SGLang model\n"
+        "```\n"
+        "Run `python -m sglang.launch_server` or see [the docs](../advanced/sglang-config.md#sglang-config).\n"
+    )
+    result = translate("docs/en/x.md", source)
+    assert text_of(result).split("\n") == [
+        "The config has a top-level `vllm` key; vLLM reads it.",
+        "```yaml",
+        "vllm:",
+        "  - name: actor  # one vLLM model",
+        "```",
+        "Run `python -m vllm.entrypoints.openai.api_server` or see [the docs](../advanced/vllm-config.md#vllm-config).",
+        "",
+    ]
+    assert {a.line for a in result.applied if a.line} == {1, 3, 4, 6}

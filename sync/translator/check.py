@@ -14,7 +14,7 @@ from sync.translator.vllm_imports import ImportUse, is_engine_module, resolve_in
 
 NAME_MATCHES = ("exact", "part")
 REGEX_KINDS = ("text", "reference")
-TEXT_CONTEXTS = ("prose", "markdown", "shell", "yaml", "dockerfile", "requirements", "other")
+TEXT_CONTEXTS = ("prose", "markdown", "code", "shell", "yaml", "dockerfile", "requirements", "other")
 
 
 def _scope_key(rule: Rule) -> tuple:

@@ -196,7 +196,7 @@ class CompiledRules:
         subs: list[Substitution] = []
         if context == "markdown":
             subs.append(Substitution(self._link_marker, _MD_LINK, self._replace_link))
-        if context in ("markdown", "prose"):
+        if context in ("markdown", "prose", "code"):
             subs.append(Substitution(self._path_marker, _PATH_IN_TEXT, self._replace_path))
         if self.endpoint_regex is not None:
             subs.append(Substitution(self._endpoint_marker, self.endpoint_regex, self._replace_endpoint))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 
 from sync.translator.compiled import CompiledRules
@@ -31,10 +32,42 @@ def text_context(path: str) -> str:
     return _SUFFIXES.get(PurePosixPath(path).suffix.lower(), "other")
 
 
+# Fenced blocks and inline code spans of Markdown: code, not prose (`sglang:` is a YAML key there).
+_MD_CODE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$|`[^`\n]+`")
+
+
+def _rewrite_markdown(
+    text: str, rules: CompiledRules
+) -> tuple[str, list[tuple[str, int]], list[tuple[str, int]]]:
+    pieces: list[str] = []
+    applied: list[tuple[str, int]] = []
+    hits: list[tuple[str, int]] = []
+    last = 0
+    for match in [*_MD_CODE.finditer(text), None]:
+        start, end = (match.start(), match.end()) if match else (len(text), len(text))
+        for segment, context, offset in (
+            (text[last:start], "markdown", last),
+            (text[start:end], "code", start),
+        ):
+            if not segment:
+                continue
+            new, seg_applied, seg_hits = rules.rewrite_text(segment, context)
+            line = text.count("\n", 0, offset)
+            applied.extend((rule_id, line + rel) for rule_id, rel in seg_applied)
+            hits.extend((rule_id, line + rel) for rule_id, rel in seg_hits)
+            pieces.append(new)
+        last = end
+    return "".join(pieces), applied, hits
+
+
 def translate_text(text: str, path: str, rules: CompiledRules) -> tuple[str, list[Applied], list[Hit]]:
     if not rules.trigger.search(text):
         return text, [], []
-    new, applied, hits = rules.rewrite_text(text, text_context(path))
+    context = text_context(path)
+    if context == "markdown":
+        new, applied, hits = _rewrite_markdown(text, rules)
+    else:
+        new, applied, hits = rules.rewrite_text(text, context)
     lines = new.split("\n")
     return (
         new,
