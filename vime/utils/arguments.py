@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from vime.utils.args import VIME_GROUPS, add_train_backend_arguments
-from vime.utils.args.validation import ArgumentValidationError, validate_args
+from vime.utils.args.validation import ArgumentValidationError, check_backend_available, validate_args
 
 __all__ = ["ArgumentValidationError", "build_parser", "parse_args", "validate_args"]
 
@@ -54,6 +54,19 @@ def build_parser(add_custom_arguments: Callable[[argparse.ArgumentParser], None]
     return parser
 
 
+def _refuse_unavailable_backend(argv: Sequence[str]) -> None:
+    """Refuse ``--train-backend megatron`` without a GPU before anything slow (vLLM's parser) loads."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--train-backend", default="torch")
+    pre.add_argument("--debug-rollout-only", action="store_true")
+    known, _ = pre.parse_known_args(list(argv))
+    try:
+        check_backend_available(known)
+    except ArgumentValidationError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise SystemExit(2) from None
+
+
 def _preset_name(argv: Sequence[str]) -> str | None:
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--preset", default=None)
@@ -68,6 +81,7 @@ def parse_args(
 ) -> argparse.Namespace:
     """Parse and validate; a bad value exits with status 2 and one line naming the flag and the fix."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _refuse_unavailable_backend(argv)
     parser = build_parser(add_custom_arguments)
     preset = _preset_name(argv)
     if preset is not None:
