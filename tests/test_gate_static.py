@@ -13,7 +13,13 @@ from sync.gate.static_checks import (
     conflict_marker_lines,
     sglang_imports,
 )
-from sync.gate.vllm_flags import check_vllm_flags, own_vllm_flags, script_flags, vllm_server_options
+from sync.gate.vllm_flags import (
+    build_vllm_server_options,
+    check_vllm_flags,
+    own_vllm_flags,
+    script_flags,
+    vllm_server_options,
+)
 from sync.rules import load_rules
 
 
@@ -73,7 +79,18 @@ def test_own_vllm_flags_come_from_argument_definitions_only():
 @pytest.fixture(scope="module")
 def server_options():
     pytest.importorskip("vllm")
-    return vllm_server_options()
+    return build_vllm_server_options()  # from vLLM's own parser, no cache
+
+
+def test_cached_options_equal_a_fresh_build(server_options, tmp_path, monkeypatch):
+    """The on-disk cache (keyed by vLLM version) answers exactly what vLLM's parser says."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    vllm_server_options.cache_clear()
+    first = vllm_server_options()  # builds and writes the cache
+    assert list((tmp_path / "vime-sync").glob("vllm-serve-options-*.json"))
+    vllm_server_options.cache_clear()
+    assert vllm_server_options() == first == server_options  # read back from disk
+    vllm_server_options.cache_clear()
 
 
 def test_vllm_flags_checked_against_vllms_own_parser(tmp_path, server_options):

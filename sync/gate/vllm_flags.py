@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib.metadata
+import importlib.util
+import json
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,8 +25,47 @@ class VllmNotInstalled(RuntimeError):
     """vLLM cannot be imported here, so its parser cannot be built."""
 
 
+def _installed_vllm() -> tuple[str, Path]:
+    """(distribution name==version, package directory) of the vLLM this interpreter imports."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or spec.origin is None:
+        raise VllmNotInstalled("No module named 'vllm'")
+    names = importlib.metadata.packages_distributions().get("vllm") or ["vllm"]
+    try:
+        version = importlib.metadata.version(names[0])
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"{names[0]}=={version}", Path(spec.origin).parent
+
+
+def _cache_file(key: str, package: Path) -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vime-sync"
+    stamp = int((package / "entrypoints").stat().st_mtime) if (package / "entrypoints").exists() else 0
+    return base / f"vllm-serve-options-{key.replace('==', '-')}-{stamp}.json"
+
+
 @functools.lru_cache(maxsize=1)
 def vllm_server_options() -> frozenset[str]:
+    """The installed vLLM's ``vllm serve`` options, cached on disk per vLLM version (building the
+    parser imports vLLM: 9-20 s here, most of a gate run on a small branch)."""
+    key, package = _installed_vllm()
+    cache = _cache_file(key, package)
+    try:
+        return frozenset(json.loads(cache.read_text(encoding="utf-8"))["options"])
+    except (OSError, ValueError, KeyError):
+        pass
+    options = build_vllm_server_options()
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        scratch = cache.with_suffix(f".{os.getpid()}.tmp")
+        scratch.write_text(json.dumps({"vllm": key, "options": sorted(options)}), encoding="utf-8")
+        os.replace(scratch, cache)
+    except OSError:  # a read-only home: no cache, same answer
+        pass
+    return options
+
+
+def build_vllm_server_options() -> frozenset[str]:
     """Every option string of the installed vLLM's ``vllm serve`` parser (built by vLLM itself)."""
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
