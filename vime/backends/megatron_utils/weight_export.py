@@ -154,7 +154,14 @@ def is_weight_source() -> bool:
 
 
 def export_to_hf_dir(actor, dest: str | Path, hf_source_dir: str | Path | None = None, **kwargs) -> Path:
-    """Write the actor's weights as an HF checkpoint directory (collective over all ranks).
+    """Write the actor's weights as an HF checkpoint directory (collective over all ranks)."""
+    return export_model_to_hf_dir(actor.weight_exporter(), dest, hf_source_dir, **kwargs)
+
+
+def export_model_to_hf_dir(
+    exporter: WeightExporter, dest: str | Path, hf_source_dir: str | Path | None = None, **kwargs
+) -> Path:
+    """Write an exporter's model as an HF checkpoint directory (collective over all ranks).
 
     Each pipeline stage writes its own files; rank 0 then writes the merged index and, when given,
     copies config and tokenizer files from ``hf_source_dir``. This is the CPU path to the engines.
@@ -170,7 +177,7 @@ def export_to_hf_dir(actor, dest: str | Path, hf_source_dir: str | Path | None =
     dest = Path(dest)
     stage = parallel_state.get_pipeline_model_parallel_rank()
     sink = DiskSink(dest, file_prefix=f"model-pp{stage:02d}", write_index=False)
-    actor.weight_exporter().send(sink, **kwargs)
+    exporter.send(sink, **kwargs)
     maps: list = [None] * dist.get_world_size()
     dist.all_gather_object(maps, (sink.weight_map, sink.total) if is_weight_source() else ({}, 0))
     if dist.get_rank() == 0:
