@@ -6,6 +6,7 @@ becomes which — so the name pass renames uses consistently with the rewritten 
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 
@@ -96,17 +97,51 @@ _IMPORT_LINE = re.compile(
 )
 
 
-def scan_bindings(text: str, rules: CompiledRules, path: str) -> Bindings:
-    """Local names bound by imports → (new name or None, rule), found by a quick scan of the text."""
-    bindings: Bindings = {}
+ImportStatement = tuple[
+    str | None, int, list[tuple[str, str | None]]
+]  # module (None: `import x`), level, names
+
+
+def imports_from_ast(tree: ast.Module) -> list[ImportStatement]:
+    """Every import statement, nested ones included, as Python's parser sees them."""
+    found: list[ImportStatement] = []
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import):
+            found.append((None, 0, [(alias.name, alias.asname) for alias in node.names]))
+        elif isinstance(node, ast.ImportFrom):
+            found.append(
+                (node.module or "", node.level, [(alias.name, alias.asname) for alias in node.names])
+            )
+        else:
+            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                pending.extend(getattr(node, name, ()) or ())
+    return found
+
+
+def imports_from_text(text: str) -> list[ImportStatement]:
+    """The same, by a scan of the text: for sources Python's parser rejects."""
+    found: list[ImportStatement] = []
     for match in _IMPORT_LINE.finditer(text):
         names = []
         for item in match.group("names").strip("() \t\n").split(","):
             words = item.split()
-            if not words:
-                continue
-            names.append((words[0], words[2] if len(words) == 3 and words[1] == "as" else None))
+            if words:
+                names.append((words[0], words[2] if len(words) == 3 and words[1] == "as" else None))
         module = match.group("module")
+        if module is None:
+            found.append((None, 0, names))
+        else:
+            level = len(module) - len(module.lstrip("."))
+            found.append((module.lstrip("."), level, names))
+    return found
+
+
+def scan_bindings(statements: list[ImportStatement], rules: CompiledRules, path: str) -> Bindings:
+    """Local names bound by imports → (new name, or None when the name must stay; the rule)."""
+    bindings: Bindings = {}
+    for module, level, names in statements:
         if module is None:  # import a.b [as c]
             for dotted, asname in names:
                 new, rule = rules.rules.map_dotted(dotted)
@@ -116,12 +151,11 @@ def scan_bindings(text: str, rules: CompiledRules, path: str) -> Bindings:
                 elif asname:
                     bindings[local] = (asname, rule)
                 elif rule is not None:
-                    bindings[local] = ((new or dotted).split(".")[0] if new else None, rule)
+                    bindings[local] = (new.split(".")[0] if new else None, rule)
                 else:
                     bindings[local] = (None, None)
             continue
-        level = len(module) - len(module.lstrip("."))
-        absolute = absolute_module(module.lstrip("."), level, path)
+        absolute = absolute_module(module, level, path)
         if absolute is None:
             continue
         for imported in resolve_from_import(rules, absolute, names):

@@ -17,7 +17,7 @@ from sync.translator.compiled import SGLANG_REFERENCE, CompiledRules
 from sync.translator.cst_base import PassContext, RecordingTransformer, line_map
 from sync.translator.model import Applied, Hit
 from sync.translator.narrow import Narrower
-from sync.translator.py_imports import ImportPass, scan_bindings
+from sync.translator.py_imports import ImportPass, imports_from_ast, imports_from_text, scan_bindings
 from sync.translator.py_kwargs import KeywordPass
 from sync.translator.py_names import NamePass
 from sync.translator.py_shapes import ShapePass
@@ -134,12 +134,13 @@ def translate_python(
     if not rules.trigger.search(text):
         return text, [], []
     module = cst.parse_module(text)
+    tree = parse_ast(text)
+    statements = imports_from_ast(tree) if tree is not None else imports_from_text(text)
     context = PassContext(
-        rules=rules, path=path, dst_path=dst_path, bindings=scan_bindings(text, rules, path)
+        rules=rules, path=path, dst_path=dst_path, bindings=scan_bindings(statements, rules, path)
     )
     renamed = _renamed_bindings(context)
     source = split_lines(text)
-    tree = parse_ast(text)
     spans = statement_spans(module, tree, source)
     nodes = (
         [node for _, node in group_first_lines(tree.body)] if spans is not None else [None] * len(module.body)
