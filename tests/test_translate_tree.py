@@ -121,3 +121,8 @@ def test_cli_translates_a_directory_and_rejects_bad_input(tmp_path):
     assert missing.exit_code != 0 and "does not exist" in missing.output
     badrev = runner.invoke(app, ["translate", str(src), "--rev", "deadbeef", "--out", str(tmp_path / "o3")])
     assert badrev.exit_code != 0 and "cannot read revision" in badrev.output
+    again = runner.invoke(app, ["translate", str(src), "--out", str(tmp_path / "out")])
+    assert again.exit_code == 2 and "is not an empty directory" in again.output
+    assert (tmp_path / "out/vime/a.py").read_text() == "URL = '/reset_prefix_cache'\n"  # nothing touched
+    forced = runner.invoke(app, ["translate", str(src), "--out", str(tmp_path / "out"), "--force"])
+    assert forced.exit_code == 0, forced.output

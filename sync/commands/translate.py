@@ -70,6 +70,10 @@ def register(app: typer.Typer) -> None:
         stats: Annotated[
             bool, typer.Option("--stats", help="Also list every rule applied and unsupported hit.")
         ] = False,
+        force: Annotated[
+            bool,
+            typer.Option("--force", help="Write into a non-empty --out (files there may be overwritten)."),
+        ] = False,
         rules_dir: Annotated[
             Path | None, typer.Option("--rules", help="Rule tables (default: translations/).")
         ] = None,
@@ -79,6 +83,8 @@ def register(app: typer.Typer) -> None:
             raise fail(f"{src} does not exist; pass an upstream directory or git repository")
         if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
             raise fail(f"--out {out} is inside the source {src}; pass a directory outside it")
+        if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not force)):
+            raise fail(f"--out {out} is not an empty directory; pass a new one, or --force to write into it")
         try:
             rules = load_rules(rules_dir)
             files = read_git_tree(src, rev) if rev else read_directory(src)
