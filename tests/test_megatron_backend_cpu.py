@@ -33,6 +33,7 @@ def megatron_cpu():
 
     mp = pytest.MonkeyPatch()
     mp.setattr(torch.cuda, "current_device", lambda: "cpu")
+    mp.setattr(torch.cuda, "synchronize", lambda *args, **kwargs: None)  # the checkpoint writer syncs
     mp.setenv("MASTER_ADDR", "127.0.0.1")
     mp.setenv("MASTER_PORT", str(_free_port()))
     dist.init_process_group("gloo", rank=0, world_size=1)
@@ -70,7 +71,7 @@ def _rollout_data() -> dict:
     }
 
 
-def _backends(args):
+def _backends(args, with_torch: bool = True):
     from vime.backends.megatron_utils.backend import MegatronTrainBackend
     from vime.backends.torch_utils.actor import TorchTrainBackend
     from vime.backends.torch_utils.model import make_optimizer
@@ -78,8 +79,11 @@ def _backends(args):
     class CpuMegatronBackend(MegatronTrainBackend):
         optimizer_factory = staticmethod(lambda model: make_optimizer(args, model.parameters(), args.lr))
 
-    torch_backend, megatron_backend = TorchTrainBackend(args, 0, 1), CpuMegatronBackend(args, 0, 1)
-    assert torch_backend.init() == 0 and megatron_backend.init() == 0
+    torch_backend = TorchTrainBackend(args, 0, 1) if with_torch else None
+    if torch_backend is not None:
+        torch_backend.init()
+    megatron_backend = CpuMegatronBackend(args, 0, 1)
+    megatron_backend.start = megatron_backend.init()
     return torch_backend, megatron_backend
 
 
@@ -92,6 +96,7 @@ def test_megatron_backend_trains_like_the_torch_backend(megatron_cpu, tiny_model
     """Same weights, same batch: equal log-probs, equal loss metrics, equal weights after two rollouts."""
     args = _args(tiny_model_dir, *extra)
     torch_backend, megatron_backend = _backends(args)
+    assert megatron_backend.start == 0
     batch = TrainBatch.from_rollout_data(_rollout_data())
     before = torch_backend.compute_logprobs(batch)
     for ref, got in zip(before, megatron_backend.compute_logprobs(batch), strict=True):
@@ -126,3 +131,22 @@ def test_export_weights_writes_a_loadable_hf_dir(megatron_cpu, tiny_model_dir, t
         lp, _ = response_logprobs(hf, batch.tokens, batch.response_lengths)
     for i, got in enumerate(megatron_backend.compute_logprobs(batch)):
         torch.testing.assert_close(got, lp[i, : batch.response_lengths[i]], atol=1e-5, rtol=1e-5)
+
+
+def test_save_and_resume_continue_at_the_next_rollout(megatron_cpu, tiny_model_dir, tmp_path) -> None:
+    """save(k) writes a Megatron dist checkpoint; a new backend with --load starts at k+1 with those weights.
+    (The optimizer state of the torch stand-in optimizer is not in it; on GPUs Megatron's is, and
+    tests/test_megatron_gpu.py checks that the resumed step equals the original one.)"""
+    save = tmp_path / "ckpt"
+    args = _args(tiny_model_dir, "--save", str(save))
+    _, first = _backends(args, with_torch=False)
+    batch = TrainBatch.from_rollout_data(_rollout_data())
+    first.train(0, batch)
+    first.save(0)
+    trained = first.compute_logprobs(batch)
+    with pytest.raises(FileExistsError, match="already exists"):
+        first.save(0)  # an existing checkpoint is never overwritten
+    _, resumed = _backends(_args(tiny_model_dir, "--load", str(save)), with_torch=False)
+    assert resumed.start == 1
+    for a, b in zip(trained, resumed.compute_logprobs(batch), strict=True):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
