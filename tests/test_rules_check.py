@@ -93,3 +93,24 @@ def test_cli_ok_and_list():
     assert (
         listed.exit_code == 0 and "path.sglang_rollout" in listed.output and "mod.slime" not in listed.output
     )
+
+
+def test_text_rule_shadowed_by_an_earlier_one_and_flag_name_disagreement(tmp_path):
+    directory = _tables(
+        tmp_path,
+        {
+            "zz_text.toml": 'kind = "text"\n'
+            '[[rule]]\nid = "text.zz_any"\nfrom = "(?i)sglang"\nto = "vllm"\nstatus = "partial"\n'
+            'contexts = ["markdown"]\nnote = "n"\n'
+            '[[rule]]\nid = "text.zz_router"\nfrom = "SGLang router"\nto = "vllm-router"\nstatus = "partial"\n'
+            'contexts = ["markdown"]\nexample = "SGLang router"\nnote = "n"\n',
+            "zz_names.toml": 'kind = "name"\n'
+            + RULE.format(
+                id="name.zz_router_ip", from_="sglang_router_ip", to="vllm_router_ip", status="full"
+            )
+            + 'match = "exact"\n',
+        },
+    )
+    problems = check_tables(directory, check_imports=False)
+    assert any("'text.zz_router' is shadowed by 'text.zz_any'" in p for p in problems)
+    assert any("'name.zz_router_ip' renames 'sglang_router_ip' to 'vllm_router_ip'" in p for p in problems)

@@ -83,6 +83,24 @@ def shadowing_problems(rules: list[Rule]) -> list[str]:
     return problems
 
 
+def flag_name_problems(rules: list[Rule]) -> list[str]:
+    """A flag rule renames ``args.<dest>`` too; an exact name rule for that dest must agree with it."""
+    names = {rule.from_: rule for rule in rules if rule.kind == "name" and rule.extra.get("match") == "exact"}
+    problems = []
+    for flag in rules:
+        if flag.kind != "string" or flag.role != "flag" or flag.extra.get("match") == "prefix":
+            continue
+        dest = flag.from_.lstrip("-").replace("-", "_")
+        name = names.get(dest)
+        expected = flag.to.lstrip("-").replace("-", "_")
+        if name is not None and name.to != expected:
+            problems.append(
+                f"{name.source}: rule {name.id!r} renames {dest!r} to {name.to!r} but flag rule {flag.id!r} "
+                f"makes it {expected!r}; make them agree or remove one"
+            )
+    return problems
+
+
 def _fullmatch(pattern: str, text: str) -> bool:
     try:
         return re.fullmatch(pattern, text) is not None or re.search(pattern, text) is not None
@@ -140,6 +158,7 @@ def check_tables(directory: Path | None = None, check_imports: bool = True) -> l
             rules.append(rule)
             problems.extend(schema_problems(rule))
     problems.extend(shadowing_problems(rules))
+    problems.extend(flag_name_problems(rules))
     if check_imports and vllm_installed():
         problems.extend(import_problems(rules))
     return problems
