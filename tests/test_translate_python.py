@@ -188,3 +188,18 @@ def test_formatting_and_comments_survive_untouched_lines():
     out = text_of(translate("slime/x.py", source))
     assert out == "x = [ 1,2 ,3 ]  # odd   spacing kept\n\n\n# vllm_url in a comment\ny = vllm_url\n"
     cst.parse_module(out)
+
+
+def test_unrelated_sglang_strings_follow_their_rules():
+    source = (
+        'DOCS = "https://docs.sglang.ai/backend/server_arguments.html"\n'
+        'PACKAGE = "strands_sglang"\n'
+        'RAW = b"/generate sglang"\n'
+        'ISSUE = "fixed upstream in sgl-project/sglang#6184"\n'
+        'BACKENDS = ["sglang", "megatron"]\n'
+    )
+    result = translate("slime/x.py", source)
+    out = text_of(result).split("\n")
+    assert out[:4] == source.split("\n")[:4]  # links, third-party names, bytes, issue refs stay
+    assert out[4] == 'BACKENDS = ["vllm", "megatron"]'  # an identifier-shaped engine name follows the name rule
+    assert [ref.line for ref in result.unmapped] == [3]  # bytes are data: left, and listed for a reviewer
