@@ -182,9 +182,10 @@ class MegatronTrainBackend(TrainBackend):
 
     # ----- weights, checkpoints, memory --------------------------------------------------
     def export_weights(self, dest: Path) -> Path | None:
-        from vime.backends.megatron_utils.weight_export import export_to_hf_dir
+        from vime.backends.megatron_utils.weight_export import export_model_to_hf_dir
 
-        out = export_to_hf_dir(self.actor, dest, self.args.hf_checkpoint, progress=False)
+        exporter = self.actor.weight_exporter(getattr(self.args, "update_weight_buffer_size", None))
+        out = export_model_to_hf_dir(exporter, dest, self.args.hf_checkpoint, progress=False)
         return out if dist.get_rank() == 0 else None
 
     def save(self, rollout_id: int) -> None:

@@ -19,7 +19,9 @@ from vime.backends.megatron_utils.buckets import TensorMeta, bucket_nbytes, pack
 from vime.backends.megatron_utils.hf_io import hf_views, iter_hf_tensors, plan_hf_tensors
 from vime.backends.megatron_utils.weight_sinks import WeightSink
 
-DEFAULT_BUCKET_BYTES = 1 << 30  # 1 GiB: NCCL reaches its broadcast ceiling from about here (DESIGN.md)
+# 512 MiB: the measured best for a 1.5B model on two H200s (docs/benchmarks.md), and the default of
+# --update-weight-buffer-size
+DEFAULT_BUCKET_BYTES = 512 << 20
 
 
 class FileLock:
