@@ -69,7 +69,8 @@ class EngineClient:
             return False
 
     def load(self) -> dict[str, float]:
-        """Running and waiting requests, read from the server's Prometheus ``/metrics``."""
+        """Running and waiting requests from the server's Prometheus ``/metrics`` (gauges: they are
+        refreshed while the engine steps, so right after an abort they may still show old counts)."""
         text = self._call("GET", "/metrics")
         found = {name.split("num_requests_")[1]: float(value) for name, value in _METRIC.findall(text or "")}
         return {"running": found.get("running", 0.0), "waiting": found.get("waiting", 0.0)}

@@ -1,0 +1,126 @@
+"""vime's default rollout function against the session's real engine + router: partial rollout,
+dynamic filtering, custom generate hooks, eval rollouts, debug data."""
+
+import pytest
+
+from vime.rollout.data_source import make_data_source
+from vime.rollout.filter_hub.base_types import DynamicFilterOutput
+from vime.rollout.generate import generate
+from vime.rollout.vllm_rollout import generate_and_rm, generate_rollout
+from vime.utils.http_utils import run
+from vime.utils.types import RolloutFnEvalOutput, Sample
+
+pytestmark = pytest.mark.slow
+
+
+async def varied_length_generate(args, sample, sampling_params):
+    """Generate hook: the first two groups stop after 4 tokens, the rest may run 300 (ignoring EOS)."""
+    params = dict(sampling_params, ignore_eos=True, max_tokens=4 if sample.group_index < 2 else 300)
+    sample = await generate(args, sample, params)
+    sample.metadata["hook"] = "varied"
+    return sample
+
+
+def drop_odd_groups(args, group, **kwargs):
+    keep = group[0].group_index % 2 == 0
+    return DynamicFilterOutput(keep=keep, reason=None if keep else "odd_group")
+
+
+async def tag_generate(args, sample, sampling_params, evaluation=False):
+    sample = await generate(args, sample, dict(sampling_params, max_tokens=3))
+    sample.metadata["tagged"] = evaluation
+    return sample
+
+
+def _args(make_rollout_args, rollout_manager, *flags):
+    args = make_rollout_args(*flags)
+    args.vllm_router_ip, args.vllm_router_port = (
+        rollout_manager.args.vllm_router_ip,
+        rollout_manager.args.vllm_router_port,
+    )
+    return args
+
+
+def test_partial_rollout_aborts_in_flight_and_continues_next_step(
+    make_rollout_args, rollout_manager, vllm_engine
+):
+    args = _args(
+        make_rollout_args, rollout_manager,
+        "--over-sampling-batch-size", "6", "--partial-rollout", "--mask-offpolicy-in-partial-rollout",
+        "--rollout-max-response-len", "300",
+        "--custom-generate-function-path", "test_rollout_function.varied_length_generate",
+    )  # fmt: skip
+    data_source = make_data_source(args)
+    output = generate_rollout(args, 0, data_source)
+    kept = [s for group in output.samples for s in group]
+    assert [s.group_index for s in kept] == [0, 0, 1, 1]
+    assert all(
+        s.status == Sample.Status.TRUNCATED and s.response_length == 4 and s.reward is not None for s in kept
+    )
+
+    buffered = data_source.buffer
+    partial = [s for group in buffered for s in group]
+    assert len(buffered) == 4 and all(s.status == Sample.Status.ABORTED for s in partial)
+    assert len({s.index for s in kept + partial}) == len(kept + partial)  # nothing counted twice
+    started = [s for s in partial if s.response_length > 0]
+    assert started, "no request was cut mid-generation"
+    assert all(0 < s.response_length < 300 and s.metadata["start_rollout_id"] == 0 for s in started)
+    before = {s.index: (s.response_length, list(s.tokens)) for s in started}
+
+    output = generate_rollout(args, 1, data_source)
+    continued = [s for group in output.samples for s in group if s.index in before]
+    assert continued, "buffered partial groups were not handed out first"
+    for s in continued:
+        old_length, old_tokens = before[s.index]
+        assert s.tokens[: len(old_tokens)] == old_tokens and s.response_length == 300
+        assert s.loss_mask[:old_length] == [0] * old_length and s.loss_mask[old_length:] == [1] * (
+            300 - old_length
+        )
+        assert len(s.rollout_log_probs) == 300 and s.status == Sample.Status.TRUNCATED
+
+
+def test_dynamic_filter_drops_groups_and_over_sampling_refills(make_rollout_args, rollout_manager):
+    args = _args(
+        make_rollout_args, rollout_manager,
+        "--over-sampling-batch-size", "2", "--rollout-max-response-len", "4",
+        "--dynamic-sampling-filter-path", "test_rollout_function.drop_odd_groups",
+    )  # fmt: skip
+    output = generate_rollout(args, 0, make_data_source(args))
+    assert [g[0].group_index for g in output.samples] == [0, 2]
+    assert output.metrics["rollout/dynamic_filter/drop_odd_group"] >= 1
+
+
+def test_per_sample_generate_hook_overrides_the_default(make_rollout_args, rollout_manager):
+    args = _args(make_rollout_args, rollout_manager)
+    sample = Sample(
+        prompt="What is 1+1?", label="2", generate_function_path="test_rollout_function.tag_generate"
+    )
+    sample = run(
+        generate_and_rm(args, sample, {"max_tokens": 16, "temperature": 1.0, "logprobs": 0}, evaluation=True)
+    )
+    assert sample.metadata["tagged"] is True and sample.response_length == 3 and sample.reward is not None
+
+
+def test_eval_rollout_scores_every_eval_prompt(make_rollout_args, rollout_manager, arithmetic_prompts):
+    args = _args(
+        make_rollout_args, rollout_manager,
+        "--eval-prompt-data", "arith", str(arithmetic_prompts), "--eval-max-response-len", "6",
+        "--n-samples-per-eval-prompt", "2", "--eval-temperature", "0",
+    )  # fmt: skip
+    output = generate_rollout(args, 0, None, evaluation=True)
+    assert isinstance(output, RolloutFnEvalOutput)
+    result = output.data["arith"]
+    assert len(result["rewards"]) == len(result["truncated"]) == len(result["samples"]) == 32
+    assert [s.index for s in result["samples"]] == list(range(32))
+    pairs = result["samples"][0::2], result["samples"][1::2]
+    assert all(a.tokens == b.tokens for a, b in zip(*pairs, strict=True))  # temperature 0: same answer twice
+
+
+def test_manager_generate_returns_train_data_that_debug_data_round_trips(rollout_manager, tmp_path):
+    from vime.rollout.debug_data import load_rollout_data, save_rollout_data
+
+    data = rollout_manager.generate(5)
+    assert len(data["tokens"]) == 4 and len(data["rollout_log_probs"][0]) == data["response_lengths"][0]
+    template = str(tmp_path / "rollout_{rollout_id}.pkl")
+    save_rollout_data(template, 5, data)
+    assert load_rollout_data(template, 5) == data
