@@ -56,7 +56,7 @@ def main() -> None:
     from megatron.core import parallel_state as ps
 
     from vime.backends.megatron_utils.actor import MegatronActor, MegatronActorConfig
-    from vime.backends.megatron_utils.batch import TrainBatch
+    from vime.backends.megatron_utils.batch import PaddedBatch
     from vime.backends.megatron_utils.model_builder import ParallelSizes
     from vime.backends.megatron_utils.optimizer import OptimizerSettings
     from vime.backends.megatron_utils.parallel import destroy_megatron_parallel, init_megatron_parallel
@@ -85,7 +85,7 @@ def main() -> None:
     ids = torch.randint(0, QWEN2_0_5B.vocab_size, (per_rank, a.seq_len), generator=g)
     mask = torch.zeros(per_rank, a.seq_len)
     mask[:, a.seq_len // 4 :] = 1
-    batch = TrainBatch(
+    batch = PaddedBatch(
         ids,
         mask,
         advantages=torch.randn(per_rank, 1).expand_as(mask) * mask,

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vime.algorithms import LossConfig  # noqa: E402
 from vime.backends.megatron_utils.actor import MegatronActor, MegatronActorConfig  # noqa: E402
-from vime.backends.megatron_utils.batch import TrainBatch  # noqa: E402
+from vime.backends.megatron_utils.batch import PaddedBatch  # noqa: E402
 from vime.backends.megatron_utils.hf_config import load_shape  # noqa: E402
 from vime.backends.megatron_utils.model_builder import ParallelSizes  # noqa: E402
 from vime.backends.megatron_utils.optimizer import OptimizerSettings  # noqa: E402
@@ -104,7 +104,7 @@ def main() -> None:
     mask = torch.zeros_like(ids, dtype=torch.float32)
     mask[:, 32:] = 1
 
-    lp = actor.compute_log_probs(TrainBatch(ids, mask))
+    lp = actor.compute_log_probs(PaddedBatch(ids, mask))
     if last_stage:
         diff = (lp - hf_logprobs(hf_dir, ids))[:, 1:].abs().max().item()
         assert diff < 1e-4, f"log-probs differ from HF by {diff}"
@@ -123,7 +123,7 @@ def main() -> None:
     dist.barrier()
 
     adv = torch.where(torch.arange(4)[:, None] < 2, 1.0, -1.0).expand_as(mask) * mask
-    batch = TrainBatch(
+    batch = PaddedBatch(
         ids, mask, advantages=adv, old_log_probs=lp if lp is not None else torch.zeros_like(mask)
     )
     if ps.get_pipeline_model_parallel_world_size() > 1:  # old log-probs live on the last stage: share them
@@ -132,7 +132,7 @@ def main() -> None:
         dist.broadcast(old.cuda(), src, group=ps.get_pipeline_model_parallel_group())
         batch.old_log_probs = old.cpu()
     metrics = actor.train_step(batch)
-    new = actor.compute_log_probs(TrainBatch(ids, mask))
+    new = actor.compute_log_probs(PaddedBatch(ids, mask))
     if last_stage:
         assert abs(metrics["ppo_kl"]) < 1e-5, metrics
         delta = ((new - batch.old_log_probs.cuda()) * mask.cuda()).sum(-1)
@@ -144,17 +144,17 @@ def main() -> None:
 
     ckpt = a.workdir / "ckpt"
     actor.save(ckpt)
-    at_save = actor.compute_log_probs(TrainBatch(ids, mask))
+    at_save = actor.compute_log_probs(PaddedBatch(ids, mask))
     actor.train_step(batch)
-    after_save_step = actor.compute_log_probs(TrainBatch(ids, mask))
+    after_save_step = actor.compute_log_probs(PaddedBatch(ids, mask))
     assert actor.load(ckpt) == 1
-    restored = actor.compute_log_probs(TrainBatch(ids, mask))
+    restored = actor.compute_log_probs(PaddedBatch(ids, mask))
     if last_stage:
         d = (restored - at_save).abs().max().item()
         assert d < 1e-6, f"loaded weights differ from the saved ones: {d}"
         ok("load_restores_weights", f"max_abs_diff={d:.2e}")
     actor.train_step(batch)
-    replay = actor.compute_log_probs(TrainBatch(ids, mask))
+    replay = actor.compute_log_probs(PaddedBatch(ids, mask))
     if last_stage:
         d = (replay - after_save_step).abs().max().item()
         assert d < 1e-4, f"resumed step differs by {d}"
@@ -164,7 +164,7 @@ def main() -> None:
     freed = actor.offload()
     after = torch.cuda.memory_allocated()
     actor.onload()
-    again = actor.compute_log_probs(TrainBatch(ids, mask))
+    again = actor.compute_log_probs(PaddedBatch(ids, mask))
     if last_stage:
         assert torch.equal(again, replay), "onload changed the weights"
     assert after < before - 0.5 * freed, (before, after, freed)

@@ -163,7 +163,7 @@ def test_train_step_with_torch_optimizer_moves_logprobs(megatron_cpu, tiny_model
     tokens with positive advantage become more likely, negative ones less."""
     from vime.algorithms import LossConfig
     from vime.backends.megatron_utils.actor import MegatronActor, MegatronActorConfig
-    from vime.backends.megatron_utils.batch import TrainBatch
+    from vime.backends.megatron_utils.batch import PaddedBatch
     from vime.backends.megatron_utils.hf_config import load_shape
     from vime.backends.megatron_utils.optimizer import OptimizerSettings
 
@@ -179,12 +179,12 @@ def test_train_step_with_torch_optimizer_moves_logprobs(megatron_cpu, tiny_model
     ids = torch.randint(0, cfg.shape.vocab_size, (4, 12), generator=torch.Generator().manual_seed(3))
     mask = torch.zeros(4, 12)
     mask[:, 6:] = 1
-    old = actor.compute_log_probs(TrainBatch(ids, mask))
+    old = actor.compute_log_probs(PaddedBatch(ids, mask))
     adv = torch.tensor([1.0, 1.0, -1.0, -1.0])[:, None].expand(4, 12) * mask
-    metrics = actor.train_step(TrainBatch(ids, mask, advantages=adv, old_log_probs=old))
+    metrics = actor.train_step(PaddedBatch(ids, mask, advantages=adv, old_log_probs=old))
     assert abs(metrics["ppo_kl"]) < 1e-6  # at the first step, recomputed == old log-probs
     assert metrics["grad_norm"] > 0
-    new = actor.compute_log_probs(TrainBatch(ids, mask))
+    new = actor.compute_log_probs(PaddedBatch(ids, mask))
     delta = ((new - old) * mask).sum(-1)
     assert (delta[:2] > 0).all() and (delta[2:] < 0).all(), delta
 

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from vime.algorithms import LossConfig, actor_loss, global_denominator
-from vime.backends.megatron_utils.batch import TrainBatch
+from vime.backends.megatron_utils.batch import PaddedBatch
 from vime.backends.megatron_utils.hf_config import ModelShape
 from vime.backends.megatron_utils.hf_io import iter_hf_tensors, load_hf_into_megatron, unwrap
 from vime.backends.megatron_utils.logprobs import token_logprobs_from_logits
@@ -74,7 +74,7 @@ class MegatronActor:
         self.step = 0
 
     # ---- forward / backward -------------------------------------------------------------------
-    def _run(self, batch: TrainBatch, loss_fn: Callable, forward_only: bool) -> list:
+    def _run(self, batch: PaddedBatch, loss_fn: Callable, forward_only: bool) -> list:
         from megatron.core.pipeline_parallel import get_forward_backward_func
 
         mbs = self.cfg.micro_batch_size
@@ -84,7 +84,7 @@ class MegatronActor:
             )
         micro = [m.to(self.device) for m in batch.micro_batches(mbs)]
 
-        def forward_step(data_iterator: Iterator[TrainBatch], model):
+        def forward_step(data_iterator: Iterator[PaddedBatch], model):
             mb = next(data_iterator)
             positions = torch.arange(mb.input_ids.shape[1], device=self.device).expand_as(mb.input_ids)
             output = model(input_ids=mb.input_ids, position_ids=positions, attention_mask=None)
@@ -102,7 +102,9 @@ class MegatronActor:
             )
         return self._run_no_pipelining(micro, forward_step, forward_only)
 
-    def _run_no_pipelining(self, micro: list[TrainBatch], forward_step: Callable, forward_only: bool) -> list:
+    def _run_no_pipelining(
+        self, micro: list[PaddedBatch], forward_step: Callable, forward_only: bool
+    ) -> list:
         """What Megatron's no-pipelining schedule does (it hard-codes a CUDA tensor, so it cannot run on
         the CPU): forward + loss + backward per micro-batch, the DP gradient reduce after the last."""
         outputs = []
@@ -124,13 +126,13 @@ class MegatronActor:
             self.config.finalize_model_grads_func([self.model])
         return outputs
 
-    def _logprobs(self, logits: torch.Tensor, mb: TrainBatch, with_entropy: bool):
+    def _logprobs(self, logits: torch.Tensor, mb: PaddedBatch, with_entropy: bool):
         return token_logprobs_from_logits(
             logits, mb.input_ids, self.cfg.shape.vocab_size, with_entropy, self.cfg.temperature
         )
 
     @torch.no_grad()
-    def compute_log_probs(self, batch: TrainBatch) -> torch.Tensor | None:
+    def compute_log_probs(self, batch: PaddedBatch) -> torch.Tensor | None:
         """Log-probs ``[batch, tokens]`` aligned to input_ids (on the last pipeline stage; None elsewhere)."""
         from megatron.core import parallel_state
 
@@ -145,12 +147,12 @@ class MegatronActor:
             return None
         return torch.cat([o["log_probs"] for o in outputs], dim=0)
 
-    def train_step(self, batch: TrainBatch) -> dict[str, float]:
+    def train_step(self, batch: PaddedBatch) -> dict[str, float]:
         """One optimizer step on this rank's data-parallel shard; metrics are global (summed over DP)."""
         from megatron.core import parallel_state
 
         if batch.advantages is None or batch.old_log_probs is None:
-            raise ValueError("train_step needs advantages and old_log_probs in the TrainBatch")
+            raise ValueError("train_step needs advantages and old_log_probs in the PaddedBatch")
         self.model.train()
         dp_group = parallel_state.get_data_parallel_group()
         denom = torch.tensor(global_denominator(batch.loss_mask, self.cfg.loss.agg_mode), device=self.device)

@@ -17,7 +17,7 @@ import torch.distributed as dist
 from vime.algorithms import LossConfig, make_kl_controller
 from vime.backends.base import TrainBackend
 from vime.backends.megatron_utils.actor import MegatronActor, MegatronActorConfig
-from vime.backends.megatron_utils.batch import TrainBatch as PaddedBatch
+from vime.backends.megatron_utils.batch import PaddedBatch
 from vime.backends.megatron_utils.hf_config import load_shape
 from vime.backends.megatron_utils.model_builder import ParallelSizes
 from vime.backends.megatron_utils.optimizer import OptimizerSettings

@@ -13,7 +13,7 @@ import torch
 
 
 @dataclass
-class TrainBatch:
+class PaddedBatch:
     input_ids: torch.Tensor
     loss_mask: torch.Tensor
     advantages: torch.Tensor | None = None
@@ -26,13 +26,13 @@ class TrainBatch:
             t = getattr(self, f.name)
             if t is not None and t.shape != self.input_ids.shape:
                 raise ValueError(
-                    f"TrainBatch.{f.name} has shape {tuple(t.shape)}, expected {tuple(self.input_ids.shape)}"
+                    f"PaddedBatch.{f.name} has shape {tuple(t.shape)}, expected {tuple(self.input_ids.shape)}"
                 )
 
-    def to(self, device: torch.device | str) -> TrainBatch:
+    def to(self, device: torch.device | str) -> PaddedBatch:
         return replace(self, **{f.name: _to(getattr(self, f.name), device) for f in fields(self)})
 
-    def micro_batches(self, size: int) -> list[TrainBatch]:
+    def micro_batches(self, size: int) -> list[PaddedBatch]:
         n = self.input_ids.shape[0]
         return [
             replace(self, **{f.name: _slice(getattr(self, f.name), i, i + size) for f in fields(self)})
