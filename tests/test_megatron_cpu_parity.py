@@ -196,3 +196,22 @@ def test_check_available_refuses_without_gpu() -> None:
         pytest.skip("this machine has a GPU: nothing to refuse")
     with pytest.raises(MegatronUnavailableError, match="needs an NVIDIA GPU.*--train-backend torch"):
         check_available()
+
+
+def test_train_py_refuses_megatron_without_gpu(tmp_path) -> None:
+    """The real command line: refused before anything starts (no Ray, no engine, nothing written)."""
+    import subprocess
+    import sys
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: nothing to refuse")
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run(
+        [sys.executable, str(root / "train.py"), "--train-backend", "megatron", "--preset", "tiny-cpu",
+         "--save", str(tmp_path / "save")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode != 0
+    lines = [line for line in (run.stdout + run.stderr).strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and "--train-backend megatron needs an NVIDIA GPU" in lines[0], lines
+    assert not (tmp_path / "save").exists()
