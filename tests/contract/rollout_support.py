@@ -4,6 +4,8 @@ source that vime's framework would hand a rollout function, with an engine-free 
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.util
 import json
 import tempfile
 from pathlib import Path
@@ -16,7 +18,13 @@ ENGINE_FREE_GENERATE = f"{FIXTURES}.engine_free.generate"
 N_PROMPTS = 8
 
 
-TOKENIZER_CACHE = Path(tempfile.gettempdir()) / "vime-contract-tokenizer-seed0"
+def _builder_digest() -> str:
+    """Changes when the tokenizer recipe does, so a cached tokenizer is never a stale one."""
+    origin = importlib.util.find_spec("vime.utils.tiny_model").origin
+    return hashlib.sha256(Path(origin).read_bytes()).hexdigest()[:12]
+
+
+TOKENIZER_CACHE = Path(tempfile.gettempdir()) / f"vime-contract-tokenizer-seed0-{_builder_digest()}"
 
 
 @functools.cache
