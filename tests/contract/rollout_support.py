@@ -7,6 +7,7 @@ import functools
 import hashlib
 import importlib.util
 import json
+import shutil
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -39,8 +40,11 @@ def contract_tokenizer_dir() -> str:
     build_tokenizer(scratch, seed=0)
     try:
         scratch.rename(TOKENIZER_CACHE)  # atomic; another run may have won the race
-    except OSError:
-        return str(TOKENIZER_CACHE) if (TOKENIZER_CACHE / "tokenizer.json").is_file() else str(scratch)
+    except OSError:  # lost the race: use the winner's, drop ours
+        if (TOKENIZER_CACHE / "tokenizer.json").is_file():
+            shutil.rmtree(scratch, ignore_errors=True)
+            return str(TOKENIZER_CACHE)
+        return str(scratch)
     return str(TOKENIZER_CACHE)
 
 
