@@ -28,23 +28,33 @@ def _stable_dir(name: str) -> Path:
     return root / name
 
 
+def _cached_tiny_model(seed: int) -> Path:
+    import vime.utils.tiny_model as tiny_model
+
+    digest = hashlib.sha256(Path(tiny_model.__file__).read_bytes()).hexdigest()[:12]
+    dest = _stable_dir(f"tiny_model_seed{seed}_{digest}")
+    if not (dest / "model.safetensors").exists():
+        staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=dest.name + ".tmp"))
+        tiny_model.build_tiny_model(staging / "model", seed=seed)
+        with contextlib.suppress(OSError):  # another session built it first
+            (staging / "model").rename(dest)
+        shutil.rmtree(staging, ignore_errors=True)
+    return dest
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir() -> Path:
     """A tiny Qwen2-shaped model with a local tokenizer and chat template (seed 0), built once.
 
     Cached by a digest of the builder's source, so a changed builder gives a new directory.
     """
-    import vime.utils.tiny_model as tiny_model
+    return _cached_tiny_model(0)
 
-    digest = hashlib.sha256(Path(tiny_model.__file__).read_bytes()).hexdigest()[:12]
-    dest = _stable_dir(f"tiny_model_seed0_{digest}")
-    if not (dest / "model.safetensors").exists():
-        staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=dest.name + ".tmp"))
-        tiny_model.build_tiny_model(staging / "model", seed=0)
-        with contextlib.suppress(OSError):  # another session built it first
-            (staging / "model").rename(dest)
-        shutil.rmtree(staging, ignore_errors=True)
-    return dest
+
+@pytest.fixture(scope="session")
+def tiny_model_dir_seed1() -> Path:
+    """The same model shape with other random weights (seed 1): a "trained" checkpoint to load."""
+    return _cached_tiny_model(1)
 
 
 ARITHMETIC = [(a, b) for a in range(1, 9) for b in range(1, 3)]

@@ -29,6 +29,7 @@ import logging
 import tempfile
 import time
 from argparse import Namespace
+from pathlib import Path
 from typing import Any
 
 import ray
@@ -57,6 +58,16 @@ def _on_cpu() -> bool:
 
 def _flatten(groups: list) -> list[Sample]:
     return [s for group in groups for item in group for s in (item if isinstance(item, list) else [item])]
+
+
+def _check_checkpoint_dir(path: str) -> None:
+    """Refuse a path the engines cannot load before any engine is paused (a failed reload kills vLLM)."""
+    directory = Path(path)
+    if not directory.is_dir() or not any(directory.glob("*.safetensors")):
+        raise ValueError(
+            f"weights path {path!r} is not a directory with *.safetensors: save the checkpoint in "
+            "Hugging Face format (save_pretrained) there first"
+        )
 
 
 class LocalRolloutManager:
@@ -212,6 +223,7 @@ class LocalRolloutManager:
     ) -> float:
         """Every engine: pause → reload ``path`` → reset prefix cache → tag ``version`` → resume."""
         started = time.monotonic()
+        _check_checkpoint_dir(path)
         if self.monitor is not None:
             self.monitor.note_weights(path, version)
             with self.monitor._lock:  # not while an engine is being recovered
