@@ -69,8 +69,11 @@ def test_return_logprob_moves_without_moving_lines():
 def test_fast_path_equals_whole_module_visits(name, monkeypatch):
     path = "slime/backends/sglang_utils/sglang_engine.py"
     fast = translate(path, fixture(name))
-    monkeypatch.setattr(python_translator, "statement_spans", lambda *args: None)  # force the slow path
+    monkeypatch.setattr(python_translator, "_by_slices", lambda *args: None)  # one libcst parse of the file
+    whole = translate(path, fixture(name))
+    monkeypatch.setattr(python_translator, "statement_spans", lambda *args: None)  # and no spans from ast
     slow = translate(path, fixture(name))
+    assert (fast.data, fast.applied, fast.unsupported) == (whole.data, whole.applied, whole.unsupported)
     assert (fast.data, fast.applied, fast.unsupported) == (slow.data, slow.applied, slow.unsupported)
 
 
@@ -79,6 +82,7 @@ def test_fast_path_equals_whole_module_visits_on_this_repository(monkeypatch):
     root = Path(__file__).resolve().parents[1]
     files = sorted((root / "sync").rglob("*.py"))[:40] + [FIXTURES.parent.parent / "test_translate_python.py"]
     fast = {f: translate("slime/" + f.name, f.read_bytes()) for f in files}
+    monkeypatch.setattr(python_translator, "_by_slices", lambda *args: None)
     monkeypatch.setattr(python_translator, "statement_spans", lambda *args: None)
     for f in files:
         slow = translate("slime/" + f.name, f.read_bytes())

@@ -7,6 +7,7 @@ as they are. No pass adds or removes lines, so a line of the output is the same 
 
 from __future__ import annotations
 
+import ast
 import bisect
 import re
 from collections.abc import Callable
@@ -124,6 +125,89 @@ def _run_passes(
     return current
 
 
+class _Collector:
+    """Provenance and hits of one file, as the passes report them."""
+
+    def __init__(self) -> None:
+        self.applied: list[Applied] = []
+        self.hits: list[tuple[str, int]] = []
+
+
+def _runner(module: cst.Module, rules, source, renamed, context: PassContext, out: _Collector):
+    def run(statement: cst.BaseStatement, first: int, last: int) -> cst.BaseStatement:
+        factories = _passes(rules, "".join(source[first - 1 : last]), renamed)
+        if not factories:
+            return statement
+        return _run_passes(module, statement, factories, context, first, out.applied, out.hits)
+
+    return run
+
+
+def _group_ends(body: list[ast.stmt]) -> list[int]:
+    """Last line of each libcst-sized group (see ``group_first_lines``)."""
+    ends: list[int] = []
+    previous_end = 0
+    for node in body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+        end = node.end_lineno or first
+        if ends and first == previous_end:
+            ends[-1] = end
+        else:
+            ends.append(end)
+        previous_end = end
+    return ends
+
+
+def _by_slices(tree: ast.Module, source: list[str], triggers: list[int], rules, renamed, context, out):
+    """Parse with libcst only the top-level statements that need it; None if a slice does not line up.
+
+    Each top-level statement with the comment and blank lines before it is a module on its own, so
+    a file whose only change is one import costs a parse of that import, not of the file.
+    """
+    pieces: list[str] = []
+    previous_end = 0
+    for (first, node), end in zip(group_first_lines(tree.body), _group_ends(tree.body), strict=True):
+        start = previous_end + 1
+        previous_end = end
+        probe = Narrower(None, source, triggers, None)  # type: ignore[arg-type]
+        if not probe.has_trigger(start, end):
+            pieces.append(probe.text(start, end))
+            continue
+        sub = cst.parse_module(probe.text(start, end))
+        if len(sub.body) != 1 or sub.footer:
+            return None
+        statement = sub.body[0]
+        statement_start = first - len(statement.leading_lines)
+        if statement_start - start != len(sub.header):
+            return None
+        pieces.extend(
+            _comment_lines(rules, source[start - 1 : statement_start - 1], start, out.applied, out.hits)
+        )
+        narrower = Narrower(sub, source, triggers, _runner(sub, rules, source, renamed, context, out))
+        new = narrower.transform(statement, node, statement_start, end, [])
+        pieces.append(narrower.text(statement_start, end) if new is None else new)
+    pieces.extend(_comment_lines(rules, source[previous_end:], previous_end + 1, out.applied, out.hits))
+    return pieces
+
+
+def _whole_module(text: str, tree, source: list[str], triggers: list[int], rules, renamed, context, out):
+    """One libcst parse of the whole file (when Python's own parser cannot give the slices)."""
+    module = cst.parse_module(text)
+    spans = statement_spans(module, tree, source)
+    nodes = (
+        [node for _, node in group_first_lines(tree.body)] if spans is not None else [None] * len(module.body)
+    )
+    spans = spans or spans_by_codegen(module)
+    pieces = _comment_lines(rules, source[: len(module.header)], 1, out.applied, out.hits)
+    narrower = Narrower(module, source, triggers, _runner(module, rules, source, renamed, context, out))
+    for statement, node, (start, end) in zip(module.body, nodes, spans, strict=True):
+        new = narrower.transform(statement, node, start, end, [])
+        pieces.append(narrower.text(start, end) if new is None else new)
+    last = spans[-1][1] if spans else len(module.header)
+    pieces.extend(_comment_lines(rules, source[last:], last + 1, out.applied, out.hits))
+    return pieces
+
+
 def translate_python(
     text: str, path: str, dst_path: str | None, rules: CompiledRules
 ) -> tuple[str, list[Applied], list[Hit]]:
@@ -133,7 +217,6 @@ def translate_python(
     """
     if not rules.trigger.search(text):
         return text, [], []
-    module = cst.parse_module(text)
     tree = parse_ast(text)
     statements = imports_from_ast(tree) if tree is not None else imports_from_text(text)
     context = PassContext(
@@ -141,33 +224,18 @@ def translate_python(
     )
     renamed = _renamed_bindings(context)
     source = split_lines(text)
-    spans = statement_spans(module, tree, source)
-    nodes = (
-        [node for _, node in group_first_lines(tree.body)] if spans is not None else [None] * len(module.body)
-    )
-    spans = spans or spans_by_codegen(module)
-    applied: list[Applied] = []
-    raw_hits: list[tuple[str, int]] = []
-    pieces = _comment_lines(rules, source[: len(module.header)], 1, applied, raw_hits)
-
-    def run(statement: cst.BaseStatement, first: int, last: int) -> cst.BaseStatement:
-        factories = _passes(rules, "".join(source[first - 1 : last]), renamed)
-        if not factories:
-            return statement
-        return _run_passes(module, statement, factories, context, first, applied, raw_hits)
-
-    narrower = Narrower(module, source, _trigger_lines(text, rules, renamed), run)
-    for statement, node, (start, end) in zip(module.body, nodes, spans, strict=True):
-        new = narrower.transform(statement, node, start, end, [])
-        pieces.append(narrower.text(start, end) if new is None else new)
-    last = spans[-1][1] if spans else len(module.header)
-    pieces.extend(_comment_lines(rules, source[last:], last + 1, applied, raw_hits))
-    new_text = "".join(pieces) if (applied or raw_hits) else text
+    triggers = _trigger_lines(text, rules, renamed)
+    out = _Collector()
+    pieces = _by_slices(tree, source, triggers, rules, renamed, context, out) if tree is not None else None
+    if pieces is None:
+        out = _Collector()
+        pieces = _whole_module(text, tree, source, triggers, rules, renamed, context, out)
+    new_text = "".join(pieces) if (out.applied or out.hits) else text
     if new_text != text and not text.endswith(("\n", "\r")) and new_text.endswith(("\n", "\r")):
         new_text = new_text.rstrip("\r\n") if text.rstrip("\r\n") == text else new_text
     lines = new_text.split("\n")
     hits = [
         Hit(rule_id, number, snippet(lines[number - 1]) if number <= len(lines) else "")
-        for rule_id, number in raw_hits
+        for rule_id, number in out.hits
     ]
-    return new_text, sorted(set(applied)), sorted(set(hits))
+    return new_text, sorted(set(out.applied)), sorted(set(hits))
