@@ -150,3 +150,21 @@ def test_save_and_resume_continue_at_the_next_rollout(megatron_cpu, tiny_model_d
     assert resumed.start == 1
     for a, b in zip(trained, resumed.compute_logprobs(batch), strict=True):
         torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+def test_gpu_check_arguments_are_train_py_defaults(tiny_model_dir) -> None:
+    """tests/megatron_gpu_backend_checks.py builds its arguments by hand (no vLLM on the GPU machine):
+    they must stay train.py's defaults, except the few it sets on purpose."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "megatron_gpu_backend_checks", Path(__file__).with_name("megatron_gpu_backend_checks.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    parsed = vars(_args(tiny_model_dir))
+    on_purpose = {"lr", "micro_batch_size"}
+    for key, value in module.BACKEND_ARGS.items():
+        assert key in parsed, f"{key} is no longer an argument"
+        if key not in on_purpose:
+            assert parsed[key] == value, (key, parsed[key], value)

@@ -40,3 +40,18 @@ def test_megatron_actor_on_two_gpus(tmp_path, tp: int, pp: int) -> None:
     ):
         assert f"CHECK {check} ok" in out, check
     assert "ALL CHECKS PASSED" in out
+
+
+BACKEND_CHECKS = Path(__file__).with_name("megatron_gpu_backend_checks.py")
+
+
+@pytest.mark.parametrize("tp", [2, 1], ids=["tp2", "dp2"])
+def test_megatron_train_backend_interface_on_two_gpus(tmp_path, tp: int) -> None:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    cmd += [str(BACKEND_CHECKS), "--tp", str(tp), "--workdir", str(tmp_path)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    out = run.stdout + run.stderr
+    print("\n".join(line for line in out.splitlines() if line.startswith("CHECK")))
+    assert run.returncode == 0, out[-3000:]
+    for check in ("backend_train_follows_rewards", "backend_export_matches", "backend_resume_is_exact"):
+        assert f"CHECK {check} ok" in out, check
