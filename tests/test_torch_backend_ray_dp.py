@@ -1,7 +1,6 @@
 """Two training ranks as real Ray actors over gloo train exactly like one process (FSDP2 and DDP)."""
 
 import pytest
-import ray
 import torch
 
 from vime.backends.base import make_backend
@@ -24,13 +23,6 @@ DATA = {
     "rewards": [1.0, -1.0, 0.5, -0.5],
     "loss_masks": [[1, 1, 1], [1, 1], [1], [1, 1, 1, 0]],
 }
-
-
-@pytest.fixture(scope="module")
-def ray_session():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
-    yield
-    ray.shutdown()
 
 
 @pytest.mark.slow

@@ -14,15 +14,13 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-def test_async_rollouts_are_one_update_behind(tiny_model_dir, tmp_path):
+def test_async_rollouts_are_one_update_behind(tiny_model_dir, tmp_path, ray_session):
     """Step N+1 is generated while step N trains, so its samples come from the weights before step N.
 
     Step 0's samples come from the trainer's own weights (log-probs match); every later step's
     come from weights one update old, which the trainer's recomputed log-probs show (a random
     0/1 reward makes every step change the weights; train.py, synchronous, shows no such gap).
     """
-    import ray
-
     from train_async import train_async
     from vime.utils.arguments import parse_args
 
@@ -37,12 +35,10 @@ def test_async_rollouts_are_one_update_behind(tiny_model_dir, tmp_path):
             "--num-rollout", "3",
             "--metrics-jsonl", str(tmp_path / "metrics.jsonl"),
             "--router-prometheus-port", str(_free_port()),
+        "--vllm-base-port", str(_free_port()),  # other jobs on this machine may be serving on the default
         ]
     )  # fmt: skip
-    try:
-        records = train_async(args)
-    finally:
-        ray.shutdown()
+    records = train_async(args)
     assert [r["step"] for r in records] == [0, 1, 2]
     diffs = [r["train/train_rollout_logprob_abs_diff"] for r in records]
     assert diffs[0] < 1e-3, diffs

@@ -41,14 +41,14 @@ def _flags(model_dir: Path, root: Path) -> list[str]:
         "--save", str(root / "ckpt"),
         "--save-interval", "1",
         "--save-debug-rollout-data", str(root / "rollout_{rollout_id}.pkl"),
-        "--router-prometheus-port", str(_free_port()),  # another router may hold the default port
+        # other routers and engines on this machine may hold the default ports
+        "--router-prometheus-port", str(_free_port()),
+        "--vllm-base-port", str(_free_port()),
     ]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def grpo_run(tiny_model_dir, tmp_path_factory):
-    import ray
-
+def grpo_run(tiny_model_dir, tmp_path_factory, ray_session):
     from train import train
     from vime.rollout.synthetic import write_arithmetic_dataset
     from vime.utils.arguments import parse_args
@@ -57,10 +57,7 @@ def grpo_run(tiny_model_dir, tmp_path_factory):
     eval_data = write_arithmetic_dataset(root / "eval.jsonl", 4, seed=1, max_operand=4, operators="+")
     evaluation = ["--eval-prompt-data", "arith", str(eval_data), "--eval-interval", "2"]
     args = parse_args([*_flags(tiny_model_dir, root), "--num-rollout", str(NUM_STEPS), *evaluation])
-    try:
-        records = train(args)
-    finally:
-        ray.shutdown()
+    records = train(args)  # in the session's Ray: it stops what it started, never the cluster
     return root, records
 
 
@@ -110,8 +107,6 @@ def test_engine_serves_the_trained_weights(grpo_run, tiny_model_dir):
 @pytest.mark.slow
 def test_resume_from_checkpoint_continues_at_the_right_step(grpo_run, tmp_path, tiny_model_dir):
     """Restart from step 0's checkpoint: the run continues at step 1 and reproduces steps 1..2."""
-    import ray
-
     from train import train
     from vime.utils.arguments import parse_args
 
@@ -133,10 +128,7 @@ def test_resume_from_checkpoint_continues_at_the_right_step(grpo_run, tmp_path, 
             "--load-debug-rollout-data", str(root / "rollout_{rollout_id}.pkl"),
         ]
     )  # fmt: skip
-    try:
-        records = train(args)
-    finally:
-        ray.shutdown()
+    records = train(args)
     assert [r["step"] for r in records] == [1, 2]  # step 0 is not redone, none is skipped
     assert ckpt.latest_iteration(resumed_root) == NUM_STEPS - 1
     original = [json.loads(line) for line in (root / "ckpt" / "metrics.jsonl").read_text().splitlines()]
@@ -151,12 +143,10 @@ def test_resume_from_checkpoint_continues_at_the_right_step(grpo_run, tmp_path, 
 
 
 @pytest.mark.slow
-def test_debug_rollout_only_cli_writes_data_that_trains(tiny_model_dir, tmp_path):
+def test_debug_rollout_only_cli_writes_data_that_trains(tiny_model_dir, tmp_path, ray_session):
     """``python train.py --debug-rollout-only`` (engines alone) writes data a trainer alone then replays."""
     import subprocess
     import sys
-
-    import ray
 
     from train import train
     from vime.utils.arguments import parse_args
@@ -175,6 +165,8 @@ def test_debug_rollout_only_cli_writes_data_that_trains(tiny_model_dir, tmp_path
             template,
             "--router-prometheus-port",
             str(_free_port()),
+            "--vllm-base-port",
+            str(_free_port()),
         ],  # fmt: skip
         cwd=root,
         capture_output=True,
@@ -185,9 +177,6 @@ def test_debug_rollout_only_cli_writes_data_that_trains(tiny_model_dir, tmp_path
     data = load_rollout_data(template, 0)
     assert len(data["tokens"]) == 4 and len(data["rollout_log_probs"][0]) == data["response_lengths"][0]
 
-    try:
-        records = train(parse_args([*common, "--load-debug-rollout-data", template]))
-    finally:
-        ray.shutdown()
+    records = train(parse_args([*common, "--load-debug-rollout-data", template]))
     assert [r["step"] for r in records] == [0] and "train/pg_loss" in records[0]
     assert records[0]["train/train_rollout_logprob_abs_diff"] < 1e-3  # same initial weights on both sides
