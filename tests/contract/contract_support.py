@@ -7,7 +7,9 @@ the sync gate's report) gets to see.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import functools
 import importlib.util
 import inspect
 import math
@@ -94,10 +96,40 @@ CONTRACT_ARGS = {
 }
 
 
-def make_args(**overrides: Any) -> SimpleNamespace:
-    """The slice of vime's arguments that hooks read; a contract test overrides what it exercises."""
+@functools.cache
+def vime_defaults() -> dict[str, Any]:
+    """Every vime flag's default, from vime's own parser groups (without the vLLM layer, which
+    would import vLLM); empty when this checkout's parser cannot be built."""
+    try:
+        from vime.backends.vllm_utils.arguments import add_vllm_engine_arguments
+        from vime.utils.arguments import VIME_GROUPS, add_train_backend_arguments
+    except ImportError:
+        return {}
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    add_train_backend_arguments(parser)
+    for add_group in VIME_GROUPS:
+        add_group(parser)
+    add_vllm_engine_arguments(parser)
+    return vars(parser.parse_args([]))
+
+
+class ContractArgs(SimpleNamespace):
+    """The args a hook receives: the contract's settings, and for any other vime flag its default
+    (looked up only when a plugin reads one, so most contract runs never build the parser)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        defaults = vime_defaults()
+        if name in defaults:
+            return defaults[name]
+        raise AttributeError(f"args has no attribute {name!r}: it is not one of vime's flags")
+
+
+def make_args(**overrides: Any) -> ContractArgs:
+    """The args a hook receives in a contract run; a contract test overrides what it exercises."""
     base = {**CONTRACT_ARGS, "reward_key": contract_reward_key(), "group_rm": contract_group_rm()}
-    return SimpleNamespace(**{**base, **overrides})
+    return ContractArgs(**{**base, **overrides})
 
 
 # ----- signatures ------------------------------------------------------------------------------
