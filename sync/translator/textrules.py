@@ -141,7 +141,7 @@ class TextRules:
         """
         applied: list[Edit] = []
         hits: list[Edit] = []
-        if not text:
+        if not text or not self.trigger.search(text):  # nothing any rule could act on
             return text, applied, hits
         protected = self._protected_spans(text)
         for sub in self.text_substitutions(context):

@@ -38,6 +38,7 @@ class Triggers:
         alternatives = [
             r"(?i:sglang)",
             r"SGLANG_",
+            r"\bsgl-",
             r"""["'/](?:""" + "|".join(sorted(map(re.escape, quoted))) + r""")\b""",
             r"""\bslime(?:_plugins)?[./]""",
         ]
