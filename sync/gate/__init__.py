@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sync.gate.config import GateConfig, GateConfigError, load_gate_config
 from sync.gate.contracts import INSTALL_ROOT, ContractSetupError, default_runs, framework_path, run_contract
@@ -33,10 +34,13 @@ __all__ = [
     "run_gate",
 ]
 
+if TYPE_CHECKING:
+    from sync.rules import RuleSet
+
 StepCallback = Callable[[str], None]
 
 
-def _load_rules(worktree: Path):
+def _load_rules(worktree: Path) -> RuleSet:
     from sync.rules import load_rules
 
     tables = worktree / "translations"
@@ -44,7 +48,7 @@ def _load_rules(worktree: Path):
 
 
 def run_static_checks(
-    worktree: Path, file_prs: FilePRs, config: GateConfig, result: GateResult, rules=None
+    worktree: Path, file_prs: FilePRs, config: GateConfig, result: GateResult, rules: RuleSet | None = None
 ) -> None:
     files = worktree_files(worktree, config.exclude)
     py_files = [f for f in files if f.endswith(".py")]
@@ -105,7 +109,7 @@ def run_gate(
     report_dir: Path,
     file_prs: FilePRs | None = None,
     *,
-    rules=None,
+    rules: RuleSet | None = None,
     on_step: StepCallback | None = None,
 ) -> GateResult:
     """Check ``worktree``; write ``gate.json`` and ``GATE.md`` into ``report_dir``; return the verdict.

@@ -6,9 +6,13 @@ import ast
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sync.gate.files import read_text
 from sync.gate.result import FilePRs, GateFailure, prs_for
+
+if TYPE_CHECKING:
+    from sync.rules import Rule, RuleSet
 
 _SGLANG_TOP = re.compile(r"^sglang(_\w+)?$")
 _MARKER = re.compile(r"^(<{7}|>{7}|\|{7})(?: |$)")
@@ -61,7 +65,7 @@ def sglang_imports(tree: ast.Module) -> list[tuple[str, int]]:
     return found
 
 
-def keep_rule_for(rules, module: str, path: str):
+def keep_rule_for(rules: RuleSet, module: str, path: str) -> Rule | None:
     """The ``keep`` rule covering ``module`` imported in ``path``, or None."""
     for rule in rules.rules:
         if rule.status != "keep" or rule.kind not in ("module", "name"):
@@ -71,7 +75,9 @@ def keep_rule_for(rules, module: str, path: str):
     return None
 
 
-def check_sglang_imports(trees: dict[str, ast.Module], rules, file_prs: FilePRs) -> list[GateFailure]:
+def check_sglang_imports(
+    trees: dict[str, ast.Module], rules: RuleSet, file_prs: FilePRs
+) -> list[GateFailure]:
     """No SGLang import survives translation unless a ``keep`` rule says it stays on purpose."""
     failures = []
     for rel, tree in sorted(trees.items()):
