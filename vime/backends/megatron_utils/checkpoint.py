@@ -83,6 +83,8 @@ def load_checkpoint(model, optimizer, root: str | Path, step: int | None = None)
     path = iter_dir(root, step)
     if not path.is_dir():
         raise FileNotFoundError(f"{path} is missing although {TRACKER} names step {step}")
+    if optimizer is not None and hasattr(optimizer, "sharded_state_dict"):
+        _materialize_adam_state(optimizer)
     state = dist_checkpointing.load(_sharded_state(model, optimizer, is_loading=True), str(path))
     with torch.no_grad():  # fp32 main params can be views of the (grad-requiring) model params
         model.load_state_dict(state["model"])
@@ -92,6 +94,29 @@ def load_checkpoint(model, optimizer, root: str | Path, step: int | None = None)
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     return step
+
+
+def _materialize_adam_state(optimizer) -> None:
+    """Create the (zero) Adam state a fresh torch Adam only creates at its first step.
+
+    Without Apex / TransformerEngine, megatron-core 0.16.1 reads the optimizer's step while building
+    the state dict to load into, and asserts when there is none yet (a resume into a new process, seen
+    on the H200s). The loaded checkpoint then overwrites all of it.
+    """
+    for opt in getattr(optimizer, "chained_optimizers", [optimizer]):
+        inner = getattr(opt, "optimizer", None)
+        if not isinstance(inner, torch.optim.Optimizer):
+            continue
+        for group in inner.param_groups:
+            for p in group["params"]:
+                state = inner.state[p]
+                if state:
+                    continue
+                state["step"] = torch.tensor(0.0)
+                state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                if group.get("amsgrad"):
+                    state["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
 
 
 def _unshare_adam_steps(optimizer) -> None:
