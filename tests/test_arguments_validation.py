@@ -103,3 +103,24 @@ def test_validate_args_raises_for_library_callers(tiny_model_dir):
     args.micro_batch_size = 0
     with pytest.raises(ArgumentValidationError, match="--micro-batch-size must be >= 1"):
         validate_args(args)
+
+
+def test_model_parallel_sizes(tiny_model_dir, capsys):
+    err = _error(capsys, _base(tiny_model_dir, "--tensor-model-parallel-size", "2"))
+    assert "the torch backend is data-parallel only" in err
+    args = parse_args(_base(tiny_model_dir), validate=False)
+    args.train_backend, args.actor_num_gpus_per_node, args.tensor_model_parallel_size = "megatron", 4, 2
+    from vime.utils.args.validation import data_parallel_size
+
+    assert data_parallel_size(args) == 2
+    args.tensor_model_parallel_size = 3
+    with pytest.raises(ArgumentValidationError, match="do not split into model-parallel groups of 3"):
+        data_parallel_size(args)
+
+
+def test_flags_other_parts_read_are_defined():
+    """Flags the rollout side reads through getattr exist, so users can set them."""
+    flags = build_parser()._option_string_actions
+    for flag in ("--rollout-sample-filter-path", "--custom-rollout-log-function-path", "--rm-timeout-s",
+                 "--context-parallel-size", "--rollout-num-engines", "--vllm-base-port"):  # fmt: skip
+        assert flag in flags, flag

@@ -36,6 +36,10 @@ def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--mask-offpolicy-in-partial-rollout", action="store_true", default=False)
     g.add_argument("--custom-generate-function-path", type=str, default=None)
     g.add_argument("--buffer-filter-path", type=str, default=None)
+    g.add_argument("--rollout-sample-filter-path", type=str, default=None)
+    g.add_argument("--rollout-all-samples-process-path", type=str, default=None)
+    g.add_argument("--custom-rollout-log-function-path", type=str, default=None)
+    g.add_argument("--custom-eval-rollout-log-function-path", type=str, default=None)
     g.add_argument("--rollout-data-postprocess-path", type=str, default=None)
     g.add_argument(
         "--update-weights-interval",

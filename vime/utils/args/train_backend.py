@@ -35,3 +35,7 @@ def add_train_backend_arguments(parser: argparse.ArgumentParser) -> None:
         help="vime (torch backend): auto = none for one rank, FSDP2 where it works, else DDP.",
     )
     g.add_argument("--gradient-checkpointing", action="store_true", default=False)
+    # model parallelism (Megatron's names; the torch backend is data-parallel only)
+    g.add_argument("--tensor-model-parallel-size", type=int, default=1, help="megatron: TP size.")
+    g.add_argument("--pipeline-model-parallel-size", type=int, default=1, help="megatron: PP size.")
+    g.add_argument("--context-parallel-size", type=int, default=1, help="megatron: CP size.")

@@ -79,6 +79,31 @@ def _fill_cluster(args: argparse.Namespace) -> None:
         )
 
 
+def data_parallel_size(args: argparse.Namespace) -> int:
+    """Training ranks divided by the model-parallel size (TP x PP x CP, Megatron only)."""
+    ranks = args.actor_num_nodes * args.actor_num_gpus_per_node
+    sizes = {
+        "--tensor-model-parallel-size": args.tensor_model_parallel_size,
+        "--pipeline-model-parallel-size": args.pipeline_model_parallel_size,
+        "--context-parallel-size": args.context_parallel_size,
+    }
+    for flag, size in sizes.items():
+        _require(size >= 1, f"{flag} must be >= 1, got {size}")
+        _require(
+            size == 1 or args.train_backend == "megatron",
+            f"{flag} {size}: the torch backend is data-parallel only; drop it or use --train-backend megatron",
+        )
+    model_parallel = (
+        args.tensor_model_parallel_size * args.pipeline_model_parallel_size * args.context_parallel_size
+    )
+    _require(
+        ranks % model_parallel == 0,
+        f"{ranks} training ranks do not split into model-parallel groups of {model_parallel} (TP x PP x CP): "
+        f"change --actor-num-gpus-per-node or the parallel sizes",
+    )
+    return ranks // model_parallel
+
+
 def _fill_batches(args: argparse.Namespace) -> None:
     _require(
         args.rollout_batch_size is not None, "--rollout-batch-size is required (prompts per step), e.g. 8"
@@ -106,11 +131,11 @@ def _fill_batches(args: argparse.Namespace) -> None:
         f"--global-batch-size {args.global_batch_size} does not divide the {samples} samples of a rollout "
         f"(--rollout-batch-size x --n-samples-per-prompt)",
     )
-    ranks = args.actor_num_nodes * args.actor_num_gpus_per_node
+    dp = data_parallel_size(args)
     _require(
-        args.global_batch_size % ranks == 0,
-        f"--global-batch-size {args.global_batch_size} does not split over {ranks} training ranks: "
-        f"make it a multiple of {ranks}",
+        args.global_batch_size % dp == 0,
+        f"--global-batch-size {args.global_batch_size} does not split over {dp} data-parallel ranks: "
+        f"make it a multiple of {dp}",
     )
     args.num_steps_per_rollout = samples // args.global_batch_size
 
