@@ -77,6 +77,7 @@ async def post_generate(
     retry_timeout_s: float,
     is_aborted=lambda: False,
     headers: dict[str, str] | None = None,
+    on_retry=lambda: None,
 ) -> dict[str, Any] | None:
     """POST a generate request; retry while engines are down. None when the rollout aborted meanwhile."""
     deadline = time.monotonic() + retry_timeout_s
@@ -99,6 +100,7 @@ async def post_generate(
                 f"generate request lost {attempt} times, giving up after {retry_timeout_s:.0f}s "
                 f"(raise --rollout-request-retry-timeout or check the engines): {error}"
             ) from error
+        on_retry()
         if attempt == 1:
             logger.warning("generate request failed (%s); retrying until an engine takes it", error)
         payload = {**payload, "request_id": f"{payload.get('request_id', 'vime')}-r{attempt}"}
@@ -154,6 +156,7 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
         headers=headers,
         retry_timeout_s=float(getattr(args, "rollout_request_retry_timeout", 900.0)),
         is_aborted=lambda: state.aborted,
+        on_retry=state.note_retry,
     )
     if output is None:
         sample.status = Sample.Status.ABORTED

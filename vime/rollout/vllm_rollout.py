@@ -75,9 +75,14 @@ class GenerateState:
         self.reset()
 
     def reset(self) -> None:
+        self.retries = 0
         self.remaining_batch_size = 0
         self.pendings: set[asyncio.Task] = set()
         self.aborted = False
+
+    def note_retry(self) -> None:
+        """A request was lost (engine down) and is being sent again."""
+        self.retries += 1
 
     def submit_generate_tasks(self, groups: list[list[Sample]]) -> None:
         for group in groups:
@@ -198,6 +203,7 @@ async def generate_rollout_async(
     metrics = gatherer.collect() | {
         "rollout/groups_generated": len(seen),
         "rollout/partial_groups": len(partial),
+        "rollout/retried_requests": state.retries,
     }
     state.reset()
     return RolloutFnTrainOutput(samples=kept, metrics=metrics), partial

@@ -1,0 +1,77 @@
+"""Engine death mid-rollout: the health monitor restarts the engine, re-syncs its weights, and the
+rollout re-runs the requests it lost; no sample is lost or counted twice."""
+
+import threading
+import time
+
+import pytest
+
+from vime.rollout.data_source import make_data_source
+from vime.rollout.generate import generate
+from vime.rollout.vllm_rollout import generate_rollout
+from vime.utils.types import Sample
+
+pytestmark = pytest.mark.slow
+
+LENGTH = 200
+
+
+async def long_generate(args, sample, sampling_params):
+    """Generate hook: every sample runs exactly LENGTH tokens (EOS ignored) so the kill lands mid-request."""
+    return await generate(args, sample, dict(sampling_params, ignore_eos=True, max_tokens=LENGTH))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+def test_killed_engine_is_restarted_resynced_and_its_requests_rerun(
+    make_rollout_args, rollout_manager, vllm_engine, tiny_model_dir, tiny_model_dir_seed1
+):
+    import ray
+
+    rollout_manager.update_weights_from_disk(str(tiny_model_dir_seed1), "synced")
+    greedy = {"max_tokens": 8, "temperature": 0.0}
+    expected = vllm_engine.client.generate([1, 287, 201], greedy)["choices"][0]["token_ids"]
+    args = make_rollout_args(
+        "--rollout-batch-size", "4", "--rollout-max-response-len", str(LENGTH),
+        "--custom-generate-function-path", "test_vllm_fault_tolerance.long_generate",
+    )  # fmt: skip
+    args.vllm_router_ip, args.vllm_router_port = (
+        rollout_manager.args.vllm_router_ip,
+        rollout_manager.args.vllm_router_port,
+    )
+    result = {}
+    worker = threading.Thread(
+        target=lambda: result.update(out=generate_rollout(args, 0, make_data_source(args)))
+    )
+    recoveries_before = len(rollout_manager.monitor.recoveries)
+    try:
+        worker.start()
+        time.sleep(1.0)  # requests are in flight
+        killed_pid = rollout_manager.kill_engine_server(0)
+        worker.join(timeout=900)
+        assert not worker.is_alive(), "rollout did not finish after the engine came back"
+    finally:
+        restored_tokens = None
+        if not worker.is_alive():
+            assert vllm_engine.client.weight_version() == "synced"  # re-synced before serving again
+            restored_tokens = vllm_engine.client.generate([1, 287, 201], greedy)["choices"][0]["token_ids"]
+            rollout_manager.update_weights_from_disk(str(tiny_model_dir), "base")
+
+    assert not _pid_alive(killed_pid)
+    recoveries = rollout_manager.monitor.recoveries[recoveries_before:]
+    assert len(recoveries) == 1 and recoveries[0].weights_path == str(tiny_model_dir_seed1)
+    assert restored_tokens == expected  # the restarted engine holds the synced weights, not the base model
+    assert ray.get(vllm_engine.actor.server_pid.remote()) != killed_pid
+
+    assert result["out"].metrics["rollout/retried_requests"] >= 1  # the kill did cut requests short
+    samples = [s for group in result["out"].samples for s in group]
+    assert sorted(s.index for s in samples) == list(range(8))  # none lost, none twice
+    for s in samples:
+        assert s.status == Sample.Status.TRUNCATED and s.response_length == LENGTH  # no half answer kept
+        assert len(s.rollout_log_probs) == LENGTH and len(s.tokens) == s.prompt_length + LENGTH
