@@ -109,6 +109,10 @@ class RuleSet:
     def _kept_segments(self) -> list[str]:
         return [rule.from_ for rule in self.of_kind("path") if rule.status == "keep"]
 
+    def is_first_party(self, rule: Rule | None) -> bool:
+        """Does the rule map into the downstream's own code (vime, vime_plugins, tests, …)?"""
+        return rule is not None and not rule.leaves_code and rule.to.split(".")[0] in self.first_party_roots
+
     @cached_property
     def first_party_roots(self) -> frozenset[str]:
         """Top-level packages the framework owns downstream (``vime``, ``vime_plugins``)."""

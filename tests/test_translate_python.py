@@ -201,5 +201,16 @@ def test_unrelated_sglang_strings_follow_their_rules():
     result = translate("slime/x.py", source)
     out = text_of(result).split("\n")
     assert out[:4] == source.split("\n")[:4]  # links, third-party names, bytes, issue refs stay
-    assert out[4] == 'BACKENDS = ["vllm", "megatron"]'  # an identifier-shaped engine name follows the name rule
+    assert (
+        out[4] == 'BACKENDS = ["vllm", "megatron"]'
+    )  # an identifier-shaped engine name follows the name rule
     assert [ref.line for ref in result.unmapped] == [3]  # bytes are data: left, and listed for a reviewer
+
+
+def test_names_imported_from_the_upstream_test_package_follow_the_name_rules():
+    source = "from tests.test_agent._fakes import FakeSGLangServer\nserver = FakeSGLangServer()\n"
+    result = translate("tests/test_agent/test_adapters.py", source)
+    assert (
+        text_of(result) == "from tests.test_agent._fakes import FakeVLLMServer\nserver = FakeVLLMServer()\n"
+    )
+    assert result.unmapped == []

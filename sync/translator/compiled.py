@@ -168,7 +168,7 @@ class CompiledRules(TextRules, Triggers):
         if new is None:
             return value, rule
         head, _, last = new.rpartition(".")
-        renamed, _ = self.rename_identifier(last) if rule.to.startswith("vime") else (last, None)
+        renamed, _ = self.rename_identifier(last) if self.rules.is_first_party(rule) else (last, None)
         return f"{head}.{renamed}", rule
 
     @staticmethod

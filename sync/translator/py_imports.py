@@ -82,7 +82,7 @@ def resolve_from_import(
             continue
         new_module, _, new_name = new_dotted.rpartition(".")
         new_asname, name_rule = asname, None
-        if rule is not None and rule.to.startswith("vime"):  # first-party: names follow the name rules
+        if rules.rules.is_first_party(rule):  # the project's own modules: names follow the name rules
             new_name, name_rule = rules.rename_identifier(new_name)
             if asname:
                 new_asname, alias_rule = rules.rename_identifier(asname)
