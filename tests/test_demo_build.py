@@ -11,7 +11,11 @@ from sync.demo.history import CUTOFF_PR
 
 def _log(repo: Path) -> list[str]:
     out = subprocess.run(
-        ["git", "log", "--first-parent", "--reverse", "--format=%s"], cwd=repo, check=True, capture_output=True, text=True
+        ["git", "log", "--first-parent", "--reverse", "--format=%s"],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return out.splitlines()
 
@@ -34,11 +38,15 @@ def test_upstream_history_has_the_window_shape(demo):
 
 
 def test_downstream_is_translated_and_carries_vime_edits(demo):
-    files = subprocess.run(["git", "ls-files"], cwd=demo.downstream, check=True, capture_output=True, text=True)
+    files = subprocess.run(
+        ["git", "ls-files"], cwd=demo.downstream, check=True, capture_output=True, text=True
+    )
     listed = set(files.stdout.split())
     assert not any(p.startswith("slime/") for p in listed), "paths must be mapped to vime/"
     assert "vime/utils/arguments.py" in listed
-    assert not any(".github/" in p or "docker/patch/" in p for p in listed), "files not mirrored must stay out"
+    assert not any(".github/" in p or "docker/patch/" in p for p in listed), (
+        "files not mirrored must stay out"
+    )
     args_text = (demo.downstream / "vime/utils/arguments.py").read_text()
     assert "default=0.7" in args_text
     assert "sglang" not in (demo.downstream / "vime/utils/http_utils.py").read_text().lower()
@@ -46,9 +54,11 @@ def test_downstream_is_translated_and_carries_vime_edits(demo):
 
 def test_two_builds_give_the_same_commits(demo, tmp_path):
     again = build_demo(tmp_path / "again")
-    head = lambda repo: subprocess.run(  # noqa: E731
-        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
-    ).stdout
+    head = lambda repo: (
+        subprocess.run(  # noqa: E731
+            ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
+        ).stdout
+    )
     assert head(again.upstream) == head(demo.upstream)
     assert head(again.downstream) == head(demo.downstream)
 

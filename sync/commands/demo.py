@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -12,9 +13,12 @@ from rich.console import Console
 def register(app: typer.Typer) -> None:
     @app.command("demo")
     def demo(
-        directory: Path | None = typer.Option(
-            None, "--dir", help="Empty directory for the demo repos (default: a new temporary directory)."
-        ),
+        directory: Annotated[
+            Path | None,
+            typer.Option(
+                "--dir", help="Empty directory for the demo repos (default: a new temporary directory)."
+            ),
+        ] = None,
     ) -> None:
         """Build the embedded demo (a slime-style upstream, a vime-style downstream) and run window #111..#122 on it."""
         from sync.demo.build import build_demo
@@ -27,12 +31,16 @@ def register(app: typer.Typer) -> None:
         except (FileExistsError, ValueError) as error:
             console.print(f"[red]vime-sync demo: {error}[/red]")
             raise typer.Exit(1) from None
-        console.print(f"[bold]Demo repositories[/bold]: upstream {repos.upstream}  downstream {repos.downstream}")
+        console.print(
+            f"[bold]Demo repositories[/bold]: upstream {repos.upstream}  downstream {repos.downstream}"
+        )
         console.print(
             f"Running: vime-sync window --upstream {repos.upstream} --downstream {repos.downstream} "
             f"--from {repos.from_pr} --to {repos.to_pr}"
         )
-        result = run_window(repos.upstream, repos.downstream, to_pr=repos.to_pr, from_pr=repos.from_pr, console=console)
+        result = run_window(
+            repos.upstream, repos.downstream, to_pr=repos.to_pr, from_pr=repos.from_pr, console=console
+        )
         print_summary(result, console=console)
         console.print(
             f"\nNext: review [bold]{result.report_dir}/QUESTIONS.md[/bold] (or open review.html there), then "

@@ -136,7 +136,11 @@ IN_WINDOW: list[Commit] = [
         116,  # breaks the reward contract: a reward must be a number
         edits=[
             ("slime_plugins/rollout/math_reward.py", "-> float:", "-> dict:"),
-            ("slime_plugins/rollout/math_reward.py", "        return 0.0\n", '        return {"score": 0.0}\n'),
+            (
+                "slime_plugins/rollout/math_reward.py",
+                "        return 0.0\n",
+                '        return {"score": 0.0}\n',
+            ),
             (
                 "slime_plugins/rollout/math_reward.py",
                 "    return 1.0 if match.group(1).strip() == str(label).strip() else 0.0",
