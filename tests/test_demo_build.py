@@ -52,15 +52,16 @@ def test_downstream_is_translated_and_carries_vime_edits(demo):
     assert "sglang" not in (demo.downstream / "vime/utils/http_utils.py").read_text().lower()
 
 
+def _head(repo: Path) -> str:
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout
+
+
 def test_two_builds_give_the_same_commits(demo, tmp_path):
     again = build_demo(tmp_path / "again")
-    head = lambda repo: (
-        subprocess.run(  # noqa: E731
-            ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
-        ).stdout
-    )
-    assert head(again.upstream) == head(demo.upstream)
-    assert head(again.downstream) == head(demo.downstream)
+    assert _head(again.upstream) == _head(demo.upstream)
+    assert _head(again.downstream) == _head(demo.downstream)
 
 
 def test_demo_refuses_a_used_directory(demo):
