@@ -19,6 +19,20 @@ class LineEdit:
 
 
 EDITS: list[LineEdit] = [
+    # vime starts `vllm serve` as a subprocess where slime launches SGLang in-process (the
+    # translator reports that import as `unsupported`; vime's own code replaces it).
+    LineEdit(
+        "slime/backends/sglang_utils/sglang_engine.py",
+        "    from sglang.srt.entrypoints.http_server import launch_server\n\n"
+        "    import multiprocessing\n\n"
+        "    process = multiprocessing.Process(target=launch_server, args=(server_args,))\n"
+        "    process.start()\n"
+        "    return process\n",
+        "    import subprocess\n"
+        "    import sys\n\n"
+        '    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", server_args.model]\n'
+        "    return subprocess.Popen(command)\n",
+    ),
     # Overlaps #113 (same line): a real conflict for the review queue.
     LineEdit(
         "slime/utils/arguments.py",
