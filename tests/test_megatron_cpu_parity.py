@@ -8,7 +8,6 @@ plain torch optimizer. The library itself never patches anything.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -16,31 +15,12 @@ import torch
 
 pytest.importorskip("megatron.core")
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from megatron_cpu_support import megatron_on_cpu  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def megatron_cpu():
-    """One gloo process group of size 1 with Megatron's groups, torch.cuda.current_device -> "cpu"."""
-    import torch.distributed as dist
-    from megatron.core import parallel_state
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(torch.cuda, "current_device", lambda: "cpu")
-    mp.setenv("MASTER_ADDR", "127.0.0.1")
-    mp.setenv("MASTER_PORT", str(_free_port()))
-    mp.setenv("RANK", "0")
-    mp.setenv("WORLD_SIZE", "1")
-    dist.init_process_group("gloo", rank=0, world_size=1)
-    parallel_state.initialize_model_parallel(1, 1)
-    yield
-    parallel_state.destroy_model_parallel()
-    dist.destroy_process_group()
-    mp.undo()
+    yield from megatron_on_cpu()
 
 
 def _hf_model(dest: Path, family: str, tie: bool) -> Path:

@@ -8,7 +8,6 @@ The conversions run in this process on the CPU (``torch.cuda.current_device`` an
 from __future__ import annotations
 
 import importlib.util
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,8 @@ import pytest
 import torch
 
 pytest.importorskip("megatron.core")
+
+from megatron_cpu_support import megatron_on_cpu  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,28 +29,9 @@ def _tool(name: str):
     return module
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def megatron_cpu():
-    import torch.distributed as dist
-    from megatron.core import parallel_state
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(torch.cuda, "current_device", lambda: "cpu")
-    mp.setattr(torch.cuda, "synchronize", lambda *args, **kwargs: None)  # the checkpoint writer syncs
-    mp.setenv("MASTER_ADDR", "127.0.0.1")
-    mp.setenv("MASTER_PORT", str(_free_port()))
-    dist.init_process_group("gloo", rank=0, world_size=1)
-    parallel_state.initialize_model_parallel(1, 1)
-    yield
-    parallel_state.destroy_model_parallel()
-    dist.destroy_process_group()
-    mp.undo()
+    yield from megatron_on_cpu()
 
 
 def test_hf_to_dist_checkpoint_and_back_is_lossless(megatron_cpu, tiny_model_dir, tmp_path) -> None:

@@ -7,37 +7,19 @@ end. Megatron runs on the CPU with ``torch.cuda.current_device`` patched inside 
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 import torch
 
 pytest.importorskip("megatron.core")
 
+from megatron_cpu_support import megatron_on_cpu  # noqa: E402
+
 MAX_TOKENS = 16
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def megatron_cpu():
-    import torch.distributed as dist
-    from megatron.core import parallel_state
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(torch.cuda, "current_device", lambda: "cpu")
-    mp.setenv("MASTER_ADDR", "127.0.0.1")
-    mp.setenv("MASTER_PORT", str(_free_port()))
-    dist.init_process_group("gloo", rank=0, world_size=1)
-    parallel_state.initialize_model_parallel(1, 1)
-    yield
-    parallel_state.destroy_model_parallel()
-    dist.destroy_process_group()
-    mp.undo()
+    yield from megatron_on_cpu()
 
 
 def _megatron_greedy(actor, prompt: list[int]) -> list[int]:
