@@ -66,7 +66,9 @@ def prompt_token_ids(sample: Sample, tokenizer: Any) -> list[int]:
     if sample.tokens:
         return list(sample.tokens)
     if isinstance(sample.prompt, list):
-        return list(tokenizer.apply_chat_template(sample.prompt, tokenize=True, add_generation_prompt=True))
+        # text first: with tokenize=True, transformers 5 returns a BatchEncoding, not a list of ids
+        text = tokenizer.apply_chat_template(sample.prompt, tokenize=False, add_generation_prompt=True)
+        return tokenizer.encode(text, add_special_tokens=False)
     return tokenizer.encode(sample.prompt, add_special_tokens=False)
 
 

