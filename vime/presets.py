@@ -1,10 +1,13 @@
 """Named sets of defaults (``--preset NAME``); any flag given on the command line still wins.
 
-``tiny-cpu`` trains the project's tiny local Qwen2-shaped model (random weights) with GRPO on
-the synthetic arithmetic task, one CPU vLLM engine, one torch trainer rank and a weight
-update every step. A randomly initialised model almost never writes ``\\boxed{7}`` by
-chance, so the preset's reward adds a shaping term (see :func:`tiny_cpu_reward`): the
-learning curve it draws is a curve of that shaped reward, and docs/training.md says so.
+``tiny-cpu`` trains the project's tiny local Qwen2-shaped model with GRPO on the synthetic
+arithmetic task (``a+b``, operands 0..4), one CPU vLLM engine, one torch trainer rank and a
+weight update every step, rewarded by the plain ``math`` verifier (1 for a correct
+``\\boxed{}`` answer, else 0). A randomly initialised model never writes a correct boxed
+answer, so the preset starts from a weak local warm start (:mod:`vime.utils.warm_start`:
+a short supervised fine-tune on noisy answers) that is right about a fifth of the time.
+The shaped reward of earlier versions stays available as ``--custom-rm-path
+vime.presets.tiny_cpu_reward`` for runs from the random model.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "input_key": "input",
         "label_key": "label",
         "rollout_shuffle": True,
-        "custom_rm_path": "vime.presets.tiny_cpu_reward",
+        "rm_type": "math",
         "lr": 5e-3,
         "clip_grad": 1.0,
         "eps_clip": 0.2,
@@ -59,7 +62,7 @@ def cache_dir() -> Path:
 
 
 def prepare_preset(name: str | None, args: argparse.Namespace) -> None:
-    """Build what a preset needs and the user did not give: the tiny model and the task data."""
+    """Build what a preset needs and the user did not give: the warm-started model and the data."""
     if name != "tiny-cpu":
         return
     root = cache_dir() / "tiny-cpu"
@@ -69,7 +72,9 @@ def prepare_preset(name: str | None, args: argparse.Namespace) -> None:
             from vime.utils.tiny_model import build_tiny_model
 
             build_tiny_model(model_dir, seed=0)
-        args.hf_checkpoint = str(model_dir)
+        from vime.utils.warm_start import cached_warm_start
+
+        args.hf_checkpoint = str(cached_warm_start(model_dir, root))
     if args.prompt_data is None:
         data = root / f"arithmetic_plus_{TINY_CPU_MAX_OPERAND}.jsonl"
         if not data.exists():
@@ -109,7 +114,11 @@ def shaped_arithmetic_reward(response: str, label: str, boxed_correct: bool) -> 
 
 
 async def tiny_cpu_reward(args: Any, sample: Any, **kwargs: Any) -> float:
-    """``--custom-rm-path`` of the tiny-cpu preset: the hub's ``math`` verdict plus shaping."""
+    """The hub's ``math`` verdict plus shaping, for runs from the random model (opt-in).
+
+    ``--custom-rm-path vime.presets.tiny_cpu_reward --hf-checkpoint <random tiny model>``;
+    the preset itself uses the plain ``math`` reward on the warm-started model.
+    """
     from vime.rollout.rm_hub import rule_based_reward
 
     boxed_correct = bool(rule_based_reward("math", sample))
