@@ -104,17 +104,24 @@ def main() -> None:
         concurrency = int(args.vllm_server_concurrency)
         generate_rollout(args, 0, make_data_source(args))  # warm-up (first requests compile kernels)
 
-        vime_rates, direct_rates = [], []
+        rates: dict[str, list[float]] = {"direct": [], "router": [], "vime": []}
+        cpu: dict[str, list[float]] = {
+            "direct": [],
+            "router": [],
+            "vime": [],
+        }  # this process, s per 1k tokens
+        order = ["vime", "direct", "router"]
         for repeat in track(range(opts.repeats), description="rollout throughput"):
-            for which in ("vime", "direct") if repeat % 2 == 0 else ("direct", "vime"):
-                started = time.perf_counter()
+            for which in order[repeat % 3 :] + order[: repeat % 3]:  # rotate the order each repeat
+                started, cpu_started = time.perf_counter(), time.process_time()
                 if which == "vime":
                     out = generate_rollout(args, repeat + 1, make_data_source(args))
                     tokens = sum(s.response_length for g in out.samples for s in g)
                 else:
-                    tokens = run(_direct(engine_url, token_ids, params, concurrency))
-                rate = tokens / (time.perf_counter() - started)
-                (vime_rates if which == "vime" else direct_rates).append(rate)
+                    url = engine_url if which == "direct" else manager.router_url()
+                    tokens = run(_direct(url, token_ids, params, concurrency))
+                rates[which].append(tokens / (time.perf_counter() - started))
+                cpu[which].append((time.process_time() - cpu_started) / tokens * 1000)
 
         update_seconds = []
         for i in track(range(opts.weight_updates), description="weight updates"):
@@ -125,21 +132,24 @@ def main() -> None:
         manager.dispose()
         ray.shutdown()
 
-    vime_median, direct_median = statistics.median(vime_rates), statistics.median(direct_rates)
-    overhead = 1 - vime_median / direct_median
+    medians = {k: statistics.median(v) for k, v in rates.items()}
+    overhead = 1 - medians["vime"] / medians["direct"]
     console.print(
         f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, date {time.strftime('%Y-%m-%d')}"
     )
     console.print(
         f"workload: {opts.prompts} prompts x {opts.n} samples x {opts.tokens} tokens, {opts.repeats} repeats"
     )
+    labels = {"direct": "direct to engine ", "router": "direct via router", "vime": "vime rollout fn  "}
+    for key, label in labels.items():
+        console.print(
+            f"{label}: median {medians[key]:8.1f} tokens/s (runs {[round(r) for r in rates[key]]}); "
+            f"client CPU {statistics.median(cpu[key]):.3f} s per 1k tokens"
+        )
     console.print(
-        f"direct to engine : median {direct_median:8.1f} tokens/s  (runs {[round(r) for r in direct_rates]})"
+        f"vime overhead vs direct: {overhead * 100:5.1f} % (goal < 5 %); router alone: "
+        f"{(1 - medians['router'] / medians['direct']) * 100:5.1f} %"
     )
-    console.print(
-        f"vime rollout fn  : median {vime_median:8.1f} tokens/s  (runs {[round(r) for r in vime_rates]})"
-    )
-    console.print(f"vime overhead    : {overhead * 100:5.1f} % (goal < 5 %)")
     console.print(
         f"weight update from disk: median {statistics.median(update_seconds):.3f} s "
         f"(runs {[round(s, 3) for s in update_seconds]})"

@@ -237,3 +237,17 @@ def test_ray_actor_kill_takes_its_server_along(ray_session, tmp_path):
 
 def test_background_loop_runs_coroutines_from_sync_code():
     assert run(asyncio.sleep(0, result=7)) == 7
+
+
+def test_prompt_ids_for_text_chat_and_continued_samples(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    from vime.rollout.generate import prompt_token_ids
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    chat = [{"role": "user", "content": "What is 3+4?"}]
+    ids = prompt_token_ids(Sample(prompt=chat), tok)
+    assert isinstance(ids, list) and all(isinstance(i, int) for i in ids)
+    assert tok.decode(ids) == "<|im_start|>user\nWhat is 3+4?<|im_end|>\n<|im_start|>assistant\n"
+    assert prompt_token_ids(Sample(prompt="3+4="), tok) == tok.encode("3+4=", add_special_tokens=False)
+    assert prompt_token_ids(Sample(prompt="ignored", tokens=[7, 8, 9]), tok) == [7, 8, 9]

@@ -1,5 +1,10 @@
 """Engine death mid-rollout: the health monitor restarts the engine, re-syncs its weights, and the
-rollout re-runs the requests it lost; no sample is lost or counted twice."""
+rollout re-runs the requests it lost; no sample is lost or counted twice.
+
+The restarted engine boots straight from the synced checkpoint (it is complete: config and
+tokenizer), so this test also checks that a weight update into a running engine gives exactly
+what a fresh engine started on the new checkpoint gives, at temperature 0 — without a second
+engine running next to the first."""
 
 import threading
 import time
@@ -21,6 +26,17 @@ async def long_generate(args, sample, sampling_params):
     return await generate(args, sample, dict(sampling_params, ignore_eos=True, max_tokens=LENGTH))
 
 
+PROMPTS = [[1, 287, 201], [1, 287, 201, 293, 270, 223, 21, 13, 22, 33, 2, 201, 1, 291, 201], [9, 10, 11, 12]]
+
+
+def _greedy(client) -> list[tuple[list[int], list[float]]]:
+    out = []
+    for prompt in PROMPTS:
+        choice = client.generate(prompt, {"max_tokens": 12, "temperature": 0.0, "logprobs": 0})["choices"][0]
+        out.append((choice["token_ids"], [c["logprob"] for c in choice["logprobs"]["content"]]))
+    return out
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -34,9 +50,10 @@ def test_killed_engine_is_restarted_resynced_and_its_requests_rerun(
 ):
     import ray
 
+    before_update = _greedy(vllm_engine.client)
     rollout_manager.update_weights_from_disk(str(tiny_model_dir_seed1), "synced")
-    greedy = {"max_tokens": 8, "temperature": 0.0}
-    expected = vllm_engine.client.generate([1, 287, 201], greedy)["choices"][0]["token_ids"]
+    updated_in_place = _greedy(vllm_engine.client)
+    assert [t for t, _ in updated_in_place] != [t for t, _ in before_update]
     args = make_rollout_args(
         "--rollout-batch-size", "4", "--rollout-max-response-len", str(LENGTH),
         "--custom-generate-function-path", "test_vllm_fault_tolerance.long_generate",
@@ -57,17 +74,20 @@ def test_killed_engine_is_restarted_resynced_and_its_requests_rerun(
         worker.join(timeout=900)
         assert not worker.is_alive(), "rollout did not finish after the engine came back"
     finally:
-        restored_tokens = None
+        fresh = None
         if not worker.is_alive():
             assert vllm_engine.client.weight_version() == "synced"  # re-synced before serving again
-            restored_tokens = vllm_engine.client.generate([1, 287, 201], greedy)["choices"][0]["token_ids"]
+            fresh = _greedy(vllm_engine.client)
             rollout_manager.update_weights_from_disk(str(tiny_model_dir), "base")
 
     assert not _pid_alive(killed_pid)
     recoveries = rollout_manager.monitor.recoveries[recoveries_before:]
     assert len(recoveries) == 1 and recoveries[0].weights_path == str(tiny_model_dir_seed1)
-    assert restored_tokens == expected  # the restarted engine holds the synced weights, not the base model
     assert ray.get(vllm_engine.actor.server_pid.remote()) != killed_pid
+    assert ray.get(vllm_engine.actor.info.remote())["booted_from"] == str(tiny_model_dir_seed1)
+    # the fresh engine on the checkpoint answers exactly as the engine updated in place did
+    for (tokens, logprobs), (fresh_tokens, fresh_logprobs) in zip(updated_in_place, fresh, strict=True):
+        assert tokens == fresh_tokens and logprobs == pytest.approx(fresh_logprobs, abs=1e-4)
 
     assert result["out"].metrics["rollout/retried_requests"] >= 1  # the kill did cut requests short
     samples = [s for group in result["out"].samples for s in group]

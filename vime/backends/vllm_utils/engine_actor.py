@@ -23,6 +23,15 @@ SLEEP_UNAVAILABLE = (
 )
 
 
+def _bootable(path: str | None) -> bool:
+    """A checkpoint vLLM can start from by itself: weights, config and tokenizer."""
+    if path is None:
+        return False
+    directory = Path(path)
+    has_tokenizer = (directory / "tokenizer.json").exists() or (directory / "tokenizer_config.json").exists()
+    return (directory / "config.json").exists() and has_tokenizer and any(directory.glob("*.safetensors"))
+
+
 class VLLMEngine:
     """A single vLLM server: start, stop, restart and every control call (wrapped by ``ray.remote``)."""
 
@@ -50,24 +59,28 @@ class VLLMEngine:
         self.process: ServerProcess | None = None
         self.weights_path: str | None = None  # the checkpoint the engine should hold (after restarts too)
         self.weight_version: str | None = None
+        self.booted_from: str | None = None
 
     # ----- lifecycle --------------------------------------------------------------------------
     def start(self, timeout_s: float = 600.0) -> dict[str, Any]:
         """Launch the server and block until it is healthy and holds the latest synced weights.
 
-        The server always boots from ``model_path`` (which has the tokenizer); after a restart the
-        last checkpoint given to ``update_weights_from_disk`` is reloaded and its version re-tagged
-        before this returns, i.e. before the engine is registered with the router again.
+        After a restart the engine must serve the last checkpoint given to
+        ``update_weights_from_disk`` (and its version) before this returns, i.e. before it is
+        registered with the router again. A complete checkpoint (config + tokenizer) is booted
+        directly; a weights-only one (what a trainer exports) is reloaded into the base model.
         """
-        cmd = build_server_command(self.model_path, self.host, self.port, self.server_args)
+        boot_path = self.weights_path if _bootable(self.weights_path) else self.model_path
+        cmd = build_server_command(boot_path, self.host, self.port, self.server_args)
         self.process = ServerProcess(cmd, self.log_path, self.env)
         started = time.monotonic()
         self.process.start()
         self.process.wait_healthy(self.url, timeout_s)
-        if self.weights_path is not None:
+        if self.weights_path is not None and boot_path != self.weights_path:
             self.client.reload_weights_from_disk(self.weights_path)
         if self.weight_version is not None:
             self.client.update_weight_version(self.weight_version)
+        self.booted_from = boot_path
         seconds = time.monotonic() - started
         logger.info("vLLM engine %d healthy at %s after %.1fs", self.rank, self.url, seconds)
         return {
@@ -75,6 +88,7 @@ class VLLMEngine:
             "url": self.url,
             "start_seconds": seconds,
             "server_pid": self.process.server_pid,
+            "booted_from": boot_path,
         }
 
     def restart(self, timeout_s: float = 600.0) -> dict[str, Any]:
@@ -108,6 +122,7 @@ class VLLMEngine:
             "url": self.url,
             "log": str(self.log_path),
             "weights_path": self.weights_path,
+            "booted_from": self.booted_from,
         }
 
     def log_tail(self, lines: int = 40) -> str:
