@@ -85,7 +85,7 @@ def make_rollout_args(tiny_model_dir, arithmetic_prompts):
             "--rm-type", "math",
             "--rollout-batch-size", "2", "--n-samples-per-prompt", "2", "--num-rollout", "1",
             "--rollout-max-response-len", "16",
-            "--vllm-max-model-len", "512",
+            "--vllm-max-model-len", "1024",
         ]  # fmt: skip
         return parse_args(base + list(flags))
 

@@ -68,15 +68,21 @@ def test_partial_rollout_aborts_in_flight_and_continues_next_step(
     before = {s.index: (s.response_length, list(s.tokens)) for s in started}
 
     output = generate_rollout(args, 1, data_source)
-    continued = [s for group in output.samples for s in group if s.index in before]
-    assert continued, "buffered partial groups were not handed out first"
-    for s in continued:
-        old_length, old_tokens = before[s.index]
-        assert s.tokens[: len(old_tokens)] == old_tokens and s.response_length == 300
-        assert s.loss_mask[:old_length] == [0] * old_length and s.loss_mask[old_length:] == [1] * (
-            300 - old_length
-        )
-        assert len(s.rollout_log_probs) == 300 and s.status == Sample.Status.TRUNCATED
+    # Every partial sample of step 0 is now either in the batch or back in the buffer: never lost,
+    # never restarted from scratch; its old tokens are kept and masked out of the loss.
+    now = {s.index: s for group in output.samples + data_source.buffer for s in group}
+    assert set(before) <= set(now)
+    grew = 0
+    for index, (old_length, old_tokens) in before.items():
+        s = now[index]
+        assert s.tokens[: len(old_tokens)] == old_tokens and s.response_length >= old_length
+        assert s.loss_mask[:old_length] == [0] * old_length
+        assert s.loss_mask[old_length:] == [1] * (s.response_length - old_length)
+        assert len(s.rollout_log_probs) == s.response_length
+        grew += s.response_length > old_length
+    assert grew, "no partial sample was continued"
+    kept_now = [s for group in output.samples for s in group]
+    assert all(s.status == Sample.Status.TRUNCATED and s.response_length in (4, 300) for s in kept_now)
 
 
 def test_dynamic_filter_drops_groups_and_over_sampling_refills(make_rollout_args, rollout_manager):

@@ -29,7 +29,8 @@ def test_rollout_through_router_keeps_tokens_logprobs_and_rewards(rollout_manage
     output = rollout_manager.generate_samples(0)
     samples = [s for group in output.samples for s in group]
     assert len(output.samples) == 2 and all(len(g) == 2 for g in output.samples)
-    assert sorted(s.index for s in samples) == list(range(4))
+    indices = sorted(s.index for s in samples)  # the session's data source may have handed out some already
+    assert indices == list(range(indices[0], indices[0] + 4))
     for s in samples:
         assert s.status in (Sample.Status.COMPLETED, Sample.Status.TRUNCATED)
         assert 0 < s.response_length <= 16 and len(s.rollout_log_probs) == s.response_length
@@ -72,7 +73,7 @@ def test_abort_of_an_in_flight_request_by_its_id(vllm_engine):
 
     payload = {
         "token_ids": PROMPT,
-        "sampling_params": {"max_tokens": 480, "ignore_eos": True},
+        "sampling_params": {"max_tokens": 1000, "ignore_eos": True},
         "request_id": "long-1",
         "stream": True,
     }
@@ -90,7 +91,7 @@ def test_abort_of_an_in_flight_request_by_its_id(vllm_engine):
                 assert vllm_engine.client.abort(["long-1"]) == 1
                 aborted = True
     assert finish == "abort"
-    assert 0 < len(tokens) < 480
+    assert 0 < len(tokens) < 1000
 
 
 def test_pause_keep_freezes_and_resume_continues(vllm_router, vllm_engine):

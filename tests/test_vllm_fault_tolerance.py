@@ -68,8 +68,11 @@ def test_killed_engine_is_restarted_resynced_and_its_requests_rerun(
     )
     recoveries_before = len(rollout_manager.monitor.recoveries)
     try:
+        # Freeze the engine's scheduling so the rollout's requests are certainly in flight (held
+        # inside the engine) when it dies, however fast this machine generates.
+        vllm_engine.client.pause("keep")
         worker.start()
-        time.sleep(1.0)  # requests are in flight
+        time.sleep(2.0)
         killed_pid = rollout_manager.kill_engine_server(0)
         worker.join(timeout=900)
         assert not worker.is_alive(), "rollout did not finish after the engine came back"

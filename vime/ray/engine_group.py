@@ -46,7 +46,9 @@ class EngineGroup:
         self.on_cpu = on_cpu
         self.num_gpus_per_engine = num_gpus_per_engine
         self.start_timeout_s = start_timeout_s
-        self.ports = allocate_ports(num_engines, start=base_port, host=host)
+        self.ports = allocate_ports(
+            num_engines, start=base_port, host=host, spread=5000 if num_engines else 0
+        )
         self.actors: list[Any] = [self._make_actor(rank, port) for rank, port in enumerate(self.ports)]
         self.external = [EngineClient(_as_url(addr)) for addr in external_addrs or []]
 

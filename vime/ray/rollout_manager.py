@@ -108,12 +108,15 @@ class LocalRolloutManager:
             self.router = RouterClient(f"http://{args.vllm_router_ip}:{args.vllm_router_port}")
             return
         host = get_host_ip()
-        port = getattr(args, "vllm_router_port", None) or allocate_ports(1, start=30000, host=host)[0]
+        port = (
+            getattr(args, "vllm_router_port", None)
+            or allocate_ports(1, start=30000, host=host, spread=5000)[0]
+        )
         extra = router_cli_args(args)
         if (
             getattr(args, "router_prometheus_port", None) is None
         ):  # its fixed default collides between routers
-            extra += ["--prometheus-port", str(allocate_ports(1, start=port + 1, host=host)[0])]
+            extra += ["--prometheus-port", str(allocate_ports(1, start=35000, host=host, spread=5000)[0])]
         self.router_process = RouterProcess(host, port, extra, self.log_dir)
         self.router_process.start()
         self.router = self.router_process.client

@@ -9,6 +9,7 @@ it for every step.
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import threading
 from collections.abc import Coroutine
@@ -33,10 +34,8 @@ _reserved_ports: set[int] = set()
 _port_lock = threading.Lock()
 
 
-def is_port_free(port: int, host: str = "127.0.0.1") -> bool:
-    """True when nothing listens on ``host:port`` and we can bind it right now."""
+def _bindable(port: int, host: str) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
@@ -44,15 +43,23 @@ def is_port_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
-def allocate_ports(count: int, start: int = 15000, host: str = "127.0.0.1") -> list[int]:
+def is_port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True when ``port`` can be bound right now on ``host``, on loopback and on all interfaces."""
+    return all(_bindable(port, h) for h in dict.fromkeys((host, "127.0.0.1", "0.0.0.0")))
+
+
+def allocate_ports(count: int, start: int = 15000, host: str = "127.0.0.1", spread: int = 0) -> list[int]:
     """``count`` distinct free ports at or above ``start``, never handed out twice by this process.
 
     Ports are chosen by one caller (the RolloutManager) for all engines before any engine starts,
-    so engines started in parallel cannot race for the same port.
+    so engines started in parallel cannot race for the same port. Other processes on the machine
+    (other runs, other test sessions) allocate too, and an engine binds its port only a minute
+    later; ``spread`` starts the search at a random offset in ``[start, start + spread)`` so that
+    two processes rarely pick the same port in that window.
     """
     ports: list[int] = []
     with _port_lock:
-        port = start
+        port = start + (random.randrange(spread) if spread > 0 else 0)
         while len(ports) < count:
             if port > 65535:
                 raise RuntimeError(

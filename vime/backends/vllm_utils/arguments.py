@@ -153,7 +153,13 @@ def add_vllm_engine_arguments(parser: argparse.ArgumentParser) -> argparse.Argum
         default=600.0,
         help="Seconds an engine may take to become healthy before its start fails.",
     )
-    _add(group, "--vllm-base-port", type=int, default=15000, help="First port tried for engine servers.")
+    _add(
+        group,
+        "--vllm-base-port",
+        type=int,
+        default=15000,
+        help="Engine ports are free ports from here on, after a random offset below 5000 (parallel runs rarely collide).",
+    )
     _add(
         group,
         "--use-fault-tolerance",
