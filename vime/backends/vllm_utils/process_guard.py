@@ -52,6 +52,7 @@ def process_alive(pid: int) -> bool:
 
 def _die_with_parent() -> None:
     """In the server (before exec): SIGKILL me when the guard dies. Linux only; ignored elsewhere."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})  # blocked in the guard only
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -86,29 +87,45 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.detach:
         _detach(args.guard_pid_file)
-    stop = {"requested": False}
-
-    def on_signal(signum, frame):  # noqa: ARG001
-        stop["requested"] = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop_signals = {signal.SIGTERM, signal.SIGINT}
+    # Signals are taken synchronously (sigtimedwait below) so the log can name who sent them.
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    stop: dict = {}
 
     server = subprocess.Popen(cmd, preexec_fn=_die_with_parent)  # noqa: PLW1509 - the guard has one thread
     if args.pid_file:
         with open(args.pid_file, "w") as f:
             f.write(str(server.pid))
     while True:
-        code = server.poll()
-        if code is not None:
-            print(f"[vime process_guard] server exited with code {code}", file=sys.stderr, flush=True)
+        if _exited(server.pid):
+            # Kill what is left of the group *before* reaping the server: while it is an unreaped
+            # zombie its pid (= the group id) cannot be reused by an unrelated process.
             kill_group(server.pid, grace_s=1.0)  # leftovers of a crashed server (engine core, workers)
+            code = server.wait()
+            print(f"[vime process_guard] server exited with code {code}", file=sys.stderr, flush=True)
             return code
-        if stop["requested"] or not process_alive(args.parent_pid):
+        if stop or not process_alive(args.parent_pid):
+            if stop:
+                why = f"signal {stop['signal']} from pid {stop['sender']}"
+            else:
+                why = f"owner pid {args.parent_pid} is gone"
+            print(
+                f"[vime process_guard] {why}: stopping server group {server.pid}", file=sys.stderr, flush=True
+            )
             kill_group(server.pid)
             server.wait()
             return 0
-        time.sleep(_POLL_S)
+        info = signal.sigtimedwait(stop_signals, _POLL_S)
+        if info is not None:
+            stop.update(signal=info.si_signo, sender=info.si_pid)
+
+
+def _exited(pid: int) -> bool:
+    """Whether our child ``pid`` has exited, without reaping it (WNOWAIT)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 if __name__ == "__main__":

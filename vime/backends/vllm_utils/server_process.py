@@ -135,28 +135,48 @@ class ServerProcess:
                 )
             time.sleep(1.0)
 
+    def _guard_is_ours(self) -> int | None:
+        """The guard's pid if that process is still our guard (a stale pid may belong to anyone)."""
+        pid = self.guard_pid
+        if pid is None or not process_alive(pid):
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            return None
+        return pid if str(self.guard_pid_file) in cmdline else None
+
     def kill_server(self) -> None:
         """SIGKILL the server's process group as a crash would (the guard then exits); for fault tests."""
-        pid = self.server_pid
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
+        guard, pid = self._guard_is_ours(), self.server_pid
+        if guard is None or pid is None or _parent_of(pid) != guard:
+            return  # not running (any more): never signal a pid that may have been reused
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """Stop the server and everything it started; safe to call twice."""
-        guard = self.guard_pid
-        if guard is not None and process_alive(guard):
+        """Stop the server and everything it started (the guard does the killing); safe to call twice."""
+        guard = self._guard_is_ours()
+        if guard is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(guard, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while process_alive(guard) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if process_alive(guard):  # the guard hangs: kill the server group while the guard still holds it
+            pid = self.server_pid
+            if pid is not None and _parent_of(pid) == guard:
+                kill_group(pid, grace_s=1.0)
             with contextlib.suppress(ProcessLookupError):
-                os.kill(guard, signal.SIGTERM)
-            deadline = time.monotonic() + timeout_s
-            while process_alive(guard) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if process_alive(guard):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(guard, signal.SIGKILL)
-        pid = self.server_pid
-        if pid is not None:
-            kill_group(pid, grace_s=1.0)
+                os.kill(guard, signal.SIGKILL)
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _read_pid(path: Path) -> int | None:
