@@ -86,6 +86,9 @@ def make_rollout_args(tiny_model_dir, arithmetic_prompts):
             "--rollout-batch-size", "2", "--n-samples-per-prompt", "2", "--num-rollout", "1",
             "--rollout-max-response-len", "16",
             "--vllm-max-model-len", "1024",
+            # 256 MiB of KV cache holds ~250k tokens of the tiny model; the default (0.3 of host
+            # memory) takes ~7 GB on this shared machine and costs a warm-up pass at start
+            "--vllm-kv-cache-memory-bytes", "256M",
         ]  # fmt: skip
         return parse_args(base + list(flags))
 
