@@ -209,7 +209,9 @@ def test_engine_start_failure_shows_the_end_of_the_log(tmp_path):
         [sys.executable, "-c", "print('boom: bad model path'); raise SystemExit(3)"], tmp_path / "s.log"
     )
     p.start()
-    with pytest.raises(EngineStartError, match="(?s)exited before.*boom: bad model path.*server exited with code 3"):
+    with pytest.raises(
+        EngineStartError, match="(?s)exited before.*boom: bad model path.*server exited with code 3"
+    ):
         p.wait_healthy("http://127.0.0.1:1", timeout_s=30)
 
 
