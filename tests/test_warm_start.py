@@ -88,3 +88,20 @@ def test_cached_warm_start_is_built_once(tiny_model_dir, tmp_path):
     assert cached_warm_start(tiny_model_dir, tmp_path, recipe) == first
     assert (first / "model.safetensors").stat().st_mtime_ns == stamp
     assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no staging dir left behind
+
+
+@pytest.mark.slow
+def test_preset_recipe_is_right_sometimes_not_always(tiny_model_dir, tmp_path):
+    """The preset's recipe (noisy answers) leaves room for RL: clearly above 0, well below 1."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from vime.utils.warm_start import DEFAULT_RECIPE
+
+    out = cached_warm_start(tiny_model_dir, tmp_path, DEFAULT_RECIPE)
+    tokenizer = AutoTokenizer.from_pretrained(str(out))
+    model = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32)
+    torch.manual_seed(0)
+    greedy = boxed_accuracy(model, tokenizer, task_pairs(4))
+    sampled = boxed_accuracy(model, tokenizer, task_pairs(4), samples=8, greedy=False)
+    assert 0.1 <= greedy <= 0.8, greedy
+    assert 0.1 <= sampled <= 0.6, sampled
