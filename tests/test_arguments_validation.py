@@ -48,7 +48,7 @@ def test_derived_values(tiny_model_dir):
 
 def test_preset_sets_defaults_and_flags_win(tiny_model_dir):
     args = parse_args(["--preset", "tiny-cpu", "--hf-checkpoint", str(tiny_model_dir), "--num-rollout", "2"])
-    assert args.num_rollout == 2 and args.rollout_num_engines == 1 and args.custom_rm_path.endswith("reward")
+    assert args.num_rollout == 2 and args.rollout_num_engines == 1 and args.rm_type == "math"
     assert args.hf_checkpoint == str(tiny_model_dir)
 
 
