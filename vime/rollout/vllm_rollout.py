@@ -175,6 +175,7 @@ async def generate_rollout_async(
     gatherer = MetricGatherer()
     kept: list[list[Sample]] = []
     seen: list[list[Sample]] = []
+    surplus: list[list[Sample]] = []  # finished in the same wait that filled the batch
     while len(kept) < target:
         while state.remaining_batch_size < target:
             state.submit_generate_tasks(get_samples(over_sampling))
@@ -193,7 +194,13 @@ async def generate_rollout_async(
                 continue
             if len(kept) < target:
                 kept.append(group)
+            else:
+                surplus.append(group)
     partial = await abort_in_flight(args, state, rollout_id)
+    if getattr(args, "partial_rollout", False):
+        # Groups that finished after the batch was full go back to the data source with the cut-short
+        # ones: with --partial-rollout no generated sample is thrown away.
+        partial = surplus + partial
     kept.sort(key=lambda group: _first(group).index)
     seen.sort(key=lambda group: _first(group).index)
     if getattr(args, "rollout_sample_filter_path", None):
