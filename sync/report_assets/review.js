@@ -3,6 +3,7 @@
   "use strict";
   const doc = JSON.parse(document.getElementById("vime-data").textContent);
   const choices = {};
+  const siteEdits = {};
   let filter = "all";
 
   for (const q of doc.questions) {
@@ -53,12 +54,14 @@
       }
     }
     card.appendChild(sides);
+    if (q.sites && q.sites.length) card.appendChild(renderSites(q));
     const options = el("div", { class: "options" });
     const edit = el("textarea", { id: "edit-" + q.id, rows: "6", placeholder: "edited text replacing the hunk" });
     edit.value = choices[q.id].edit || (q.sides && q.sides.ours) || "";
     edit.hidden = choices[q.id].decision !== "edit";
     edit.addEventListener("input", () => { choices[q.id].edit = edit.value; });
     for (const opt of q.options) {
+      if (q.sites && q.sites.length && opt === "edit") continue; // a group is edited per site, below
       const id = "opt-" + q.id + "-" + opt;
       const input = el("input", { type: "radio", name: "choice-" + q.id, value: opt, id: id });
       input.checked = choices[q.id].decision === opt;
@@ -74,6 +77,33 @@
     card.appendChild(options);
     card.appendChild(edit);
     return card;
+  }
+
+  // A grouped question: every site (file:line, the PRs behind that line), each editable on its own.
+  function renderSites(q) {
+    const list = el("table", { class: "sites" });
+    list.appendChild(el("tr", {}, [el("th", { text: "site" }), el("th", { text: "PRs" }), el("th", { text: "line" }), el("th", { text: "edit" })]));
+    siteEdits[q.id] = siteEdits[q.id] || {};
+    q.sites.forEach((s, i) => {
+      const box = el("input", { type: "checkbox", title: "edit this site" });
+      const text = el("textarea", { rows: "2" });
+      const recorded = s.decision === "edit";
+      text.value = s.edit || s.snippet;
+      box.checked = recorded;
+      text.hidden = !recorded;
+      if (recorded) siteEdits[q.id][i] = text;
+      box.addEventListener("change", () => {
+        text.hidden = !box.checked;
+        if (box.checked) siteEdits[q.id][i] = text; else delete siteEdits[q.id][i];
+      });
+      list.appendChild(el("tr", {}, [
+        el("td", {}, [el("code", { text: s.file + ":" + s.lines[0] })]),
+        el("td", { text: prText(s.prs) }),
+        el("td", {}, [el("code", { text: s.snippet })]),
+        el("td", {}, [box, text]),
+      ]));
+    });
+    return list;
   }
 
   function updateProgress() {
@@ -94,6 +124,10 @@
       const c = choices[q.id];
       q.decision = c.decision;
       q.edit = c.decision === "edit" ? c.edit : null;
+      for (const [i, text] of Object.entries(siteEdits[q.id] || {})) {
+        q.sites[i].decision = "edit";
+        q.sites[i].edit = text.value;
+      }
     }
     return JSON.stringify(out, null, 2) + "\n";
   }

@@ -28,6 +28,8 @@ def build_reports(ctx: ReportContext) -> dict[str, bytes]:
             alt = by_path[q.file].alternative
             if alt is not None:
                 files[f"{base}/{q.alternative}"] = alt
+        if q.diff:
+            files[f"{base}/{q.diff}"] = q.sides.get("theirs", "").encode()
     return files
 
 

@@ -1,19 +1,24 @@
-"""The review queue: one numbered question per conflict hunk, modify/delete, add/add, binary clash,
-``unsupported`` rule hit, unmapped reference and parse failure, each with options, a proposed default
-and a tier (Decide: a human must choose; Confirm: a default is proposed; Settled: a recorded decision).
+"""The review queue, grouped by what a person decides: one question per conflict hunk, modify/delete,
+add/add, binary clash, parse failure and port request, and one per ``unsupported`` rule and per
+unmapped reference (listing every site: file, line, PRs). Each has options, a proposed default and a
+tier (Decide: a human must choose; Confirm: a default is proposed; Settled: a recorded decision).
+A group's decision applies to all its sites; recorded decisions are kept and found per site.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sync.window.filemerge import FileOutcome
 from sync.window.textmerge import parse_hunks
 
 HUNK_OPTIONS = ["ours", "theirs", "both", "edit"]
+PORT_OPTIONS = ["ours", "theirs"]  # ours: vime stays as it is (port by hand); theirs: adopt upstream's file
+GROUP_KINDS = ("unsupported", "unmapped")
 FILE_OPTIONS = ["ours", "theirs", "edit"]
 NOTE_OPTIONS = ["keep", "edit"]
 TIERS = ("Decide", "Confirm", "Settled")
@@ -40,6 +45,8 @@ class Question:
     alternative: str | None = None
     decision: str | None = None
     edit: str | None = None
+    sites: list[dict[str, Any]] = field(default_factory=list)
+    diff: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +67,8 @@ class Question:
             "alternative": self.alternative,
             "decision": self.decision,
             "edit": self.edit,
+            "sites": self.sites,
+            "diff": self.diff,
         }
 
     @classmethod
@@ -69,7 +78,7 @@ class Question:
             rules=list(d.get("rules") or []), options=list(d["options"]), default=d.get("default"), tier=d["tier"],
             key=d["key"], summary=d.get("summary", ""), hunk=d.get("hunk"), marker_size=int(d.get("marker_size", 7)),
             sides=dict(d.get("sides") or {}), alternative=d.get("alternative"), decision=d.get("decision"),
-            edit=d.get("edit"),
+            edit=d.get("edit"), sites=[dict(s) for s in d.get("sites") or []], diff=d.get("diff"),
         )  # fmt: skip
 
 
@@ -90,6 +99,17 @@ def propose_hunk_default(ours: bytes, base: bytes, theirs: bytes) -> tuple[str |
     if _squash(theirs) == _squash(base):
         return "ours", "theirs changed whitespace only"
     return None, ""
+
+
+def port_diff(out: FileOutcome) -> str:
+    """The translated upstream change of a port request as a unified diff (base -> theirs, upstream paths)."""
+    base = _text(out.base.data) if out.base is not None else ""
+    theirs = _text(out.theirs.data) if out.theirs is not None else ""
+    old = f"a/{out.upstream_old or out.upstream_path}" if out.base is not None else "/dev/null"
+    lines = difflib.unified_diff(
+        base.splitlines(keepends=True), theirs.splitlines(keepends=True), old, f"b/{out.upstream_path}"
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def content_key(kind: str, *parts: bytes | str) -> str:
@@ -130,13 +150,81 @@ def _new_hits(out: FileOutcome) -> tuple[list[tuple[str, int, str]], list[tuple[
     return hits, refs
 
 
+class Provenance(Protocol):
+    """Which upstream PRs produced a hunk or a line of theirs (None: not known, use the file's PRs)."""
+
+    def hunk_prs(self, out: FileOutcome, base: bytes, theirs: bytes) -> list[int | str] | None: ...
+
+    def line_prs(self, out: FileOutcome, line: int) -> list[int | str] | None: ...
+
+
+class FilePRsOnly:
+    """The fallback provenance: every hunk and line carries the PRs that touched its file."""
+
+    def hunk_prs(self, out: FileOutcome, base: bytes, theirs: bytes) -> list[int | str] | None:
+        return None
+
+    def line_prs(self, out: FileOutcome, line: int) -> list[int | str] | None:
+        return None
+
+
+def _in_order(prs: list[int | str], order: list[int | str]) -> list[int | str]:
+    rank = {p: i for i, p in enumerate(order)}
+    return sorted(set(prs), key=lambda p: rank.get(p, len(rank)))
+
+
+@dataclass
+class _Group:
+    kind: str
+    ref: str  # the rule id (unsupported) or the SGLang reference (unmapped)
+    sites: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _group_question(g: _Group, qid: str, order: list[int | str]) -> Question:
+    """One question for every site of a rule (or reference): Settled when every site has a recorded answer."""
+    files = sorted({s["file"] for s in g.sites})
+    where = f"{len(g.sites)} site{'s' * (len(g.sites) != 1)} in {len(files)} file{'s' * (len(files) != 1)}"
+    if g.kind == "unsupported":
+        summary = f"rule {g.ref} has no vLLM equivalent ({where}); the code is left as upstream wrote it"
+    else:
+        summary = (
+            f"SGLang reference {g.ref} that no rule covers ({where}); the code is left as upstream wrote it"
+        )
+    prs = _in_order([p for s in g.sites for p in s["prs"]], order)
+    first = g.sites[0]
+    q = Question(
+        id=qid, kind=g.kind, file=first["file"], lines=list(first["lines"]), prs=prs,
+        rules=[g.ref] if g.kind == "unsupported" else [], options=NOTE_OPTIONS, default="keep", tier="Confirm",
+        key=content_key(f"group-{g.kind}", g.ref, *(s["key"] for s in g.sites)), summary=summary,
+        sides={"theirs": first["snippet"]}, sites=g.sites,
+    )  # fmt: skip
+    settled = [s for s in g.sites if s.get("decision")]
+    if settled and len(settled) == len(g.sites):
+        q.tier = "Settled"
+        q.decision = "keep" if all(s["decision"] == "keep" for s in settled) else None
+        windows = sorted({s.get("recorded_in") or "?" for s in settled})
+        q.summary += f" (recorded decisions from window {', '.join(windows)})"
+    elif settled:
+        q.summary += f"; {len(settled)} of the sites have a recorded decision"
+    return q
+
+
 def build_questions(
     outcomes: list[FileOutcome],
     prs_for: Callable[[FileOutcome], list[int | str]],
     recorded: Callable[[str], dict[str, Any] | None],
+    provenance: Provenance | None = None,
+    order: list[int | str] | None = None,
 ) -> list[Question]:
-    """Every question of the window in file order, numbered Q1..Qn; recorded decisions make them Settled."""
+    """Every question of the window, numbered Q1..Qn: per-file questions in file order, then one per
+    ``unsupported`` rule and per unmapped reference; recorded decisions make them (or their sites) Settled.
+
+    ``provenance`` names the PRs behind each hunk and line (else the file's PRs); ``order`` is merge order.
+    """
     questions: list[Question] = []
+    prov = provenance or FilePRsOnly()
+    order = order or []
+    groups: dict[tuple[str, str], _Group] = {}
 
     def add(
         kind: str,
@@ -148,15 +236,26 @@ def build_questions(
         **kw: Any,
     ) -> None:
         q = Question(
-            id=f"Q{len(questions) + 1}", kind=kind, file=out.path, lines=kw.pop("lines", []), prs=prs_for(out),
-            rules=kw.pop("rules", _rules_in(out)), options=options, default=default,
-            tier="Confirm" if default else "Decide", key=key, summary=summary, **kw,
+            id=f"Q{len(questions) + 1}", kind=kind, file=out.path, lines=kw.pop("lines", []),
+            prs=kw.pop("prs", None) or prs_for(out), rules=kw.pop("rules", _rules_in(out)), options=options,
+            default=default, tier="Confirm" if default else "Decide", key=key, summary=summary, **kw,
         )  # fmt: skip
         record = recorded(key)
         if record is not None and record.get("decision") in options:
             q.tier, q.decision, q.edit = "Settled", record["decision"], record.get("edit")
             q.summary += f" (recorded decision from window {record.get('window', '?')})"
         questions.append(q)
+
+    def site(kind: str, ref: str, out: FileOutcome, line: int, snippet: str, key: str) -> None:
+        entry: dict[str, Any] = {
+            "file": out.path, "lines": [line, line], "prs": prov.line_prs(out, line) or prs_for(out),
+            "snippet": snippet, "key": key, "decision": None, "edit": None,
+        }  # fmt: skip
+        record = recorded(key)
+        if record is not None and record.get("decision") in NOTE_OPTIONS:
+            entry["decision"], entry["edit"] = record["decision"], record.get("edit")
+            entry["recorded_in"] = record.get("window", "?")
+        groups.setdefault((kind, ref), _Group(kind, ref)).sites.append(entry)
 
     for out in sorted(outcomes, key=lambda o: o.path):
         if out.outcome in ("conflict", "add_add") and out.data is not None:
@@ -166,7 +265,7 @@ def build_questions(
                 add(
                     out.outcome, out, h.key(out.outcome), f"{what}{'; ' + why if why else ''}", HUNK_OPTIONS, default,
                     lines=[h.start_line, h.end_line], hunk=h.index, marker_size=out.marker_size,
-                    rules=_hunk_rules(out, h.theirs),
+                    rules=_hunk_rules(out, h.theirs), prs=prov.hunk_prs(out, h.base, h.theirs),
                     sides={"ours": _text(h.ours), "base": _text(h.base), "theirs": _text(h.theirs)},
                 )  # fmt: skip
         elif out.outcome == "modify_delete":
@@ -189,25 +288,69 @@ def build_questions(
                 "binary file changed on both sides: ours kept; theirs = take upstream's file", ["ours", "theirs"],
                 "ours", alternative=f"alternatives/{out.path}",
             )  # fmt: skip
-        if out.theirs is not None and out.theirs.parse_error and out.outcome != "not_mirrored":
+        elif out.outcome == "port":
+            add(
+                "port", out, content_key("port", out.path, out.alternative or b""),
+                f"{out.note}: ours = vime stays as it is and the change is ported by hand (the translated "
+                f"upstream diff is saved beside this report); theirs = adopt upstream's translated file",
+                PORT_OPTIONS, "ours", alternative=f"alternatives/{out.path}", diff=f"ports/{out.path}.diff",
+                sides={"theirs": port_diff(out)},
+            )  # fmt: skip
+        if out.theirs is not None and out.theirs.parse_error and out.outcome not in ("not_mirrored", "port"):
             add(
                 "parse_error", out, content_key("parse_error", out.path, out.theirs.parse_error),
                 f"upstream file does not parse, left untranslated: {out.theirs.parse_error}", NOTE_OPTIONS, "keep",
             )  # fmt: skip
+        if out.outcome in ("port", "not_mirrored"):
+            continue  # nothing of theirs lands: no line of it to keep or edit
         hits, refs = _new_hits(out)
         for rule_id, line, snippet in hits:
-            add(
-                "unsupported", out, content_key("unsupported", rule_id, snippet.strip()),
-                f"rule {rule_id} has no vLLM equivalent; the code is left as upstream wrote it", NOTE_OPTIONS,
-                "keep", lines=[line, line], rules=[rule_id], sides={"theirs": snippet},
-            )  # fmt: skip
+            site(
+                "unsupported",
+                rule_id,
+                out,
+                line,
+                snippet,
+                content_key("unsupported", rule_id, snippet.strip()),
+            )
         for ref_path, line, snippet in refs:
-            add(
-                "unmapped", out, content_key("unmapped", snippet.strip()),
-                f"SGLang reference no rule covers ({ref_path})", NOTE_OPTIONS, "keep",
-                lines=[line, line], sides={"theirs": snippet},
-            )  # fmt: skip
+            site("unmapped", ref_path, out, line, snippet, content_key("unmapped", snippet.strip()))
+    for kind in GROUP_KINDS:
+        for (k, _ref), g in sorted(groups.items()):
+            if k == kind:
+                questions.append(_group_question(g, f"Q{len(questions) + 1}", order))
     return questions
+
+
+def expand_sites(questions: list[Question]) -> list[Question]:
+    """One question per site for ``resolve`` (and the recorded decisions): a site takes its own
+    decision, else its group's (a group's ``edit`` is per site: set ``edit`` on the site)."""
+    out: list[Question] = []
+    for q in questions:
+        if not q.sites:
+            out.append(q)
+            continue
+        for i, s in enumerate(q.sites, 1):
+            decision = s.get("decision") or (q.decision if q.decision != "edit" else None)
+            out.append(
+                Question(
+                    id=f"{q.id}.{i}", kind=q.kind, file=s["file"], lines=list(s["lines"]), prs=list(s["prs"]),
+                    rules=q.rules, options=q.options, default=q.default,
+                    tier="Settled" if s.get("recorded_in") else q.tier, key=s["key"], summary=q.summary,
+                    sides={"theirs": s["snippet"]}, decision=decision, edit=s.get("edit"),
+                )
+            )  # fmt: skip
+    return out
+
+
+def settle_sites(questions: list[Question], chosen: list[tuple[Question, str]]) -> None:
+    """Write the options ``resolve`` chose per site back into each group's ``sites`` (and the group)."""
+    by_id = {q.id: d for q, d in chosen}
+    for q in questions:
+        for i, s in enumerate(q.sites, 1):
+            s["decision"] = by_id.get(f"{q.id}.{i}", s.get("decision"))
+        if q.sites and q.decision is None:
+            q.decision = q.default
 
 
 def tier_counts(questions: list[Question]) -> dict[str, int]:

@@ -8,7 +8,12 @@ decisions.json schema (``vime-sync/decisions/v1``; documented in docs/sync.md)::
      "questions": [{"id": "Q1", "kind": "conflict|add_add|modify_delete|binary|unsupported|unmapped|parse_error",
                     "file", "hunk", "lines": [start, end], "prs", "rules", "tier": "Decide|Confirm|Settled",
                     "options", "default", "key", "summary", "marker_size", "sides": {"ours","base","theirs"},
-                    "alternative", "decision": null | option, "edit": null | text}]}
+                    "alternative", "decision": null | option, "edit": null | text,
+                    "sites": [{"file", "lines", "prs", "snippet", "key", "decision", "edit"}],
+                    "diff": null | "ports/<path>.diff"}]}
+
+A grouped question (``unsupported`` per rule, ``unmapped`` per reference) lists its ``sites``; its
+decision applies to every site unless a site has its own (an ``edit`` is always per site).
 
 A reviewer fills ``decision`` (and ``edit`` when the decision is ``edit``); resolve uses ``default``
 for Confirm questions left open and refuses while a Decide question has no decision.
@@ -24,6 +29,12 @@ from sync.reports.markdown import fenced, pr_list
 from sync.reports.questions import Question, tier_counts
 
 SCHEMA = "vime-sync/decisions/v1"
+MAX_SITES = 60
+
+
+def _one_line(snippet: str) -> str:
+    text = " ".join(snippet.split()).replace("`", "'")
+    return text if len(text) <= 100 else text[:97] + "..."
 
 
 def decisions_doc(ctx: ReportContext) -> dict[str, Any]:
@@ -76,6 +87,8 @@ def render_questions(ctx: ReportContext) -> str:
     ]
     for q in ctx.questions:
         default = q.decision if q.tier == "Settled" else q.default
+        if q.tier == "Settled" and q.sites and not default:
+            default = "recorded per site"
         out += [
             "",
             f"## {q.id} · {q.tier} · {q.kind} · `{q.file}` {_lines(q)}",
@@ -87,6 +100,18 @@ def render_questions(ctx: ReportContext) -> str:
         ]
         if q.alternative:
             out.append(f"- Upstream's version is saved at `{q.alternative}` (in this folder)")
+        if q.diff:
+            out.append(f"- The translated upstream diff to port is saved at `{q.diff}` (in this folder)")
+        if q.sites:
+            out += ["", f"Sites ({len(q.sites)}; the decision applies to all, or set one per site):", ""]
+            for s in q.sites[:MAX_SITES]:
+                recorded = f" · recorded: {s['decision']}" if s.get("recorded_in") else ""
+                out.append(
+                    f"- `{s['file']}:{s['lines'][0]}` ({pr_list(s['prs'])}){recorded}: `{_one_line(s['snippet'])}`"
+                )
+            if len(q.sites) > MAX_SITES:
+                out.append(f"- ... {len(q.sites) - MAX_SITES} more in decisions.json")
+            continue
         for side in ("ours", "base", "theirs"):
             if side in q.sides:
                 out += ["", f"{side}:", "", *fenced(q.sides[side], max_lines=40)]

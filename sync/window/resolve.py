@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sync.decisions import RECORD_PATH, add_decisions, dump_recorded, load_recorded_file
-from sync.reports.questions import Question
+from sync.reports.questions import Question, expand_sites, settle_sites
 from sync.window.errors import SyncError
 from sync.window.gitio import GitError, git, git_text
 from sync.window.messages import resolve_message
@@ -206,7 +206,7 @@ def resolve_branch(worktree: Path, decisions: Path | None = None) -> ResolveResu
     if not markers_left(worktree, doc) and "resolve" in git_text(worktree, "log", "-1", "--format=%s"):
         raise SyncError(f"{worktree}: this window is already resolved (HEAD is the resolve commit)")
     questions = [Question.from_dict(q) for q in doc.get("questions", [])]
-    chosen = choose(questions)
+    chosen = choose(expand_sites(questions))  # a grouped question: one per site
     touched = apply_decisions(worktree, report_dir, chosen)
     left = markers_left(worktree, doc)
     if left:
@@ -216,6 +216,7 @@ def resolve_branch(worktree: Path, decisions: Path | None = None) -> ResolveResu
         )
     for q, decision in chosen:
         q.decision = decision
+    settle_sites(questions, chosen)
     doc["questions"] = [q.to_dict() for q in questions]
     rel_report = report_dir.relative_to(worktree).as_posix()
     (report_dir / "decisions.json").write_text(
