@@ -35,13 +35,23 @@ def test_resaving_a_step_keeps_the_old_one(tmp_path):
     assert (kept / "weights.txt").read_text() == "old"
 
 
-def test_prune_only_when_asked(tmp_path):
+def test_prune_only_when_asked_and_only_this_runs_steps(tmp_path):
     for step in range(4):
         _publish(tmp_path, step)
-    assert ckpt.prune(tmp_path, None) == []
-    removed = ckpt.prune(tmp_path, 2)
-    assert [p.name for p in removed] == ["iter_0000000", "iter_0000001"]
+    assert ckpt.prune(tmp_path, None, [0, 1, 2, 3]) == []
+    removed = ckpt.prune(tmp_path, 2, [1, 2, 3])  # step 0 is another run's
+    assert [p.name for p in removed] == ["iter_0000001"]
+    assert ckpt.iteration_dir(tmp_path, 0).is_dir()
     assert ckpt.latest_iteration(tmp_path) == 3
+
+
+def test_prune_never_removes_the_marker_step(tmp_path):
+    for step in (5, 6, 7):
+        _publish(tmp_path, step)
+    ckpt.commit(tmp_path, 5, ckpt.staging_dir(tmp_path, 5))  # re-saved: the marker names 5
+    removed = ckpt.prune(tmp_path, 1, [5, 6, 7])
+    assert [p.name for p in removed] == ["iter_0000006"]
+    assert ckpt.latest_iteration(tmp_path) == 5
 
 
 def test_bad_marker_is_one_line(tmp_path):

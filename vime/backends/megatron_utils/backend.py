@@ -214,7 +214,10 @@ class MegatronTrainBackend(TrainBackend):
 
         if self.args.load is None:
             return None
-        rollout_id = latest_step(self.args.load)
+        # validation resolved --load into its root and one step (a step dir, or the marker's)
+        rollout_id = self.args.load_step
+        if rollout_id is None:
+            rollout_id = latest_step(self.args.load)
         if rollout_id is None:
             return None
         state_file = iter_dir(self.args.load, rollout_id) / "vime_train_state.json"

@@ -13,6 +13,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from vime.utils.checkpoint_dir import write_marker
+
 TRACKER = "latest_checkpointed_iteration.txt"
 
 
@@ -66,7 +68,7 @@ def save_checkpoint(model, optimizer, step: int, root: str | Path) -> Path:
     if rank0:
         tmp.rename(final)
         (final / "vime_step.txt").write_text(f"{step}\n")
-        (Path(root) / TRACKER).write_text(f"{step}\n")
+        write_marker(root, step)  # temporary name, then rename
     _barrier()
     return final
 

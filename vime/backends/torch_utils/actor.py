@@ -47,6 +47,7 @@ class TorchTrainBackend(TrainBackend):
 
     def init(self) -> int:
         args = self.args
+        self.saved_steps: list[int] = []  # steps this run wrote: the only ones --keep-checkpoints prunes
         torch.manual_seed(args.seed)
         random.seed(args.seed)
         np.random.seed(args.seed)
@@ -174,7 +175,8 @@ class TorchTrainBackend(TrainBackend):
                 {"rollout_id": rollout_id, "kl_coef": self.kl_ctl.value, "world_size": self.world_size},
             )
             ckpt.commit(args.save, rollout_id, staging)
-            ckpt.prune(args.save, args.keep_checkpoints)
+            self.saved_steps.append(rollout_id)
+            ckpt.prune(args.save, args.keep_checkpoints, self.saved_steps)
             logger.info("saved checkpoint of rollout %d to %s", rollout_id, args.save)
         self._barrier()
 
@@ -185,7 +187,8 @@ class TorchTrainBackend(TrainBackend):
         args = self.args
         if args.load is None:
             return None
-        step = ckpt.latest_iteration(args.load)
+        # validation resolved --load into its root and one step (a step dir, or the marker's)
+        step = args.load_step if args.load_step is not None else ckpt.latest_iteration(args.load)
         if step is None:
             return None
         folder = ckpt.iteration_dir(args.load, step)

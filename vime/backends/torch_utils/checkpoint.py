@@ -3,7 +3,8 @@
 ``<save>/iter_0000007/`` holds ``model/`` (a Hugging Face dir: the engines can serve it),
 ``optimizer.pt``, ``critic.pt`` and ``train_state.json``; ``<save>/latest_checkpointed_iteration.txt``
 names the newest complete step and is written last, atomically, so a crash mid-save leaves
-the previous checkpoint in charge. An existing step is moved aside, never deleted.
+the previous checkpoint in charge. An existing step is moved aside, never deleted. Which
+directories a run may use and prune: :mod:`vime.utils.checkpoint_dir`.
 """
 
 from __future__ import annotations
@@ -14,24 +15,19 @@ import shutil
 import time
 from pathlib import Path
 
-LATEST_FILE = "latest_checkpointed_iteration.txt"
+from vime.utils.checkpoint_dir import LATEST_FILE, iteration_dir, read_marker, write_marker
+from vime.utils.checkpoint_dir import prune as prune_own_steps
 
-
-def iteration_dir(root: str | Path, rollout_id: int) -> Path:
-    return Path(root) / f"iter_{rollout_id:07d}"
+__all__ = ["LATEST_FILE", "commit", "iteration_dir", "latest_iteration", "prune", "staging_dir"]
 
 
 def latest_iteration(root: str | Path) -> int | None:
     """The newest complete step under ``root`` (None when there is none)."""
-    marker = Path(root) / LATEST_FILE
-    if not marker.exists():
-        return None
-    text = marker.read_text().strip()
-    if not text.isdigit():
-        raise ValueError(f"{marker} holds {text!r}, not a step number: fix or remove that file")
-    step = int(text)
-    if not iteration_dir(root, step).is_dir():
-        raise ValueError(f"{marker} names step {step} but {iteration_dir(root, step)} is missing")
+    step = read_marker(root)
+    if step is not None and not iteration_dir(root, step).is_dir():
+        raise ValueError(
+            f"{Path(root) / LATEST_FILE} names step {step} but {iteration_dir(root, step)} is missing"
+        )
     return step
 
 
@@ -50,27 +46,19 @@ def commit(root: str | Path, rollout_id: int, staging: Path) -> Path:
     if final.exists():
         final.rename(final.with_name(f"{final.name}.replaced-{int(time.time())}"))
     staging.rename(final)
-    marker = Path(root) / LATEST_FILE
-    tmp = marker.with_suffix(".tmp")
-    tmp.write_text(f"{rollout_id}\n")
-    os.replace(tmp, marker)
+    write_marker(root, rollout_id)
     return final
 
 
-def prune(root: str | Path, keep: int | None) -> list[Path]:
-    """Remove all but the newest ``keep`` published steps (only when asked with --keep-checkpoints)."""
-    if not keep:
-        return []
-    steps = sorted(Path(root).glob("iter_[0-9]*"))
-    steps = [p for p in steps if p.name[5:].isdigit()]
-    removed = steps[:-keep]
-    for path in removed:
-        shutil.rmtree(path)
-    return removed
+def prune(root: str | Path, keep: int | None, written_by_this_run: list[int]) -> list[Path]:
+    """Remove this run's steps beyond the newest ``keep`` (only when asked with --keep-checkpoints)."""
+    return prune_own_steps(root, keep, written_by_this_run)
 
 
 def write_train_state(path: Path, state: dict) -> None:
-    path.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
 
 
 def read_train_state(path: Path) -> dict:

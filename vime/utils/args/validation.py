@@ -152,7 +152,7 @@ def _check_schedule(args: argparse.Namespace) -> None:
         ("--num-epoch", args.num_epoch),
     ):
         if value is not None:
-            _require(value >= (0 if flag == "--num-rollout" else 1), f"{flag} must be positive, got {value}")
+            _require(value >= 1, f"{flag} must be 1 or more, got {value}: with 0 there is nothing to run")
     if args.start_rollout_id is not None:
         _require(args.start_rollout_id >= 0, f"--start-rollout-id must be >= 0, got {args.start_rollout_id}")
     if args.eval_prompt_data is not None:
@@ -207,11 +207,32 @@ def _check_modes(args: argparse.Namespace) -> None:
             os.path.isdir(args.hf_checkpoint),
             f"--hf-checkpoint {args.hf_checkpoint} is not a directory: give a Hugging Face model dir",
         )
-    if args.load is not None and not os.path.isdir(args.load):
-        # a fresh run may name its own --save as --load (slime does): only then may it be missing
+
+
+def _check_checkpoints(args: argparse.Namespace) -> None:
+    """Resolve --load to one step and refuse a --save holding another run (vime.utils.checkpoint_dir)."""
+    from vime.utils.checkpoint_dir import CheckpointDirError, check_save_dir, resolve_load
+
+    if args.resume:
+        _require(args.save is not None, "--resume continues the run in --save: give --save DIR")
         _require(
-            args.load == args.save,
-            f"--load {args.load} does not exist: fix the path or drop --load to start fresh",
+            args.load is None or os.path.realpath(args.load) == os.path.realpath(args.save),
+            f"--resume loads --save {args.save} but --load is {args.load}: drop one of them",
+        )
+        args.load = args.save
+    try:
+        if args.load is not None:
+            target = resolve_load(args.load, args.save)
+            args.load, args.load_step = str(target.root), target.step
+        if args.save is not None:
+            check_save_dir(args.save, args.load)
+    except CheckpointDirError as exc:
+        raise ArgumentValidationError(str(exc)) from None
+    if args.load_step is not None and args.num_rollout is not None and args.start_rollout_id is None:
+        _require(
+            args.load_step + 1 < args.num_rollout,
+            f"--load {args.load} resumes after step {args.load_step} and --num-rollout is {args.num_rollout}: "
+            f"nothing is left to train; raise --num-rollout above {args.load_step + 1}",
         )
 
 
@@ -219,6 +240,7 @@ def validate_args(args: argparse.Namespace) -> argparse.Namespace:
     """Fill derived values and check everything; raises ``ArgumentValidationError`` (one line)."""
     check_backend_available(args)
     _check_modes(args)
+    _check_checkpoints(args)
     _fill_cluster(args)
     _fill_batches(args)
     _check_schedule(args)
