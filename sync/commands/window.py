@@ -14,8 +14,9 @@ def register(app: typer.Typer) -> None:
     def window(
         upstream: Annotated[Path, typer.Option("--upstream", help="Path to a slime clone (bare or not).")],
         to_pr: Annotated[
-            int, typer.Option("--to", help="Last upstream PR of the window (its merge commit is the tip).")
-        ],
+            int | None,
+            typer.Option("--to", help="Last upstream PR of the window (its merge commit is the tip)."),
+        ] = None,
         from_pr: Annotated[
             int | None,
             typer.Option(
@@ -40,6 +41,16 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option("--upstream-ref", help="Upstream branch whose first-parent history is merge order."),
         ] = "HEAD",
+        from_commit: Annotated[
+            str | None,
+            typer.Option(
+                "--from-commit", help="First upstream commit of the window (the cutoff is the one before)."
+            ),
+        ] = None,
+        to_commit: Annotated[
+            str | None,
+            typer.Option("--to-commit", help="Last upstream commit of the window, instead of --to."),
+        ] = None,
         per_pr: Annotated[
             bool, typer.Option("--per-pr", help="One commit per upstream PR, in merge order (for bisecting).")
         ] = False,
@@ -48,9 +59,20 @@ def register(app: typer.Typer) -> None:
         from sync.rules import RuleTableError
         from sync.window import SyncError, print_summary, run_window
         from sync.window.gitio import GitError
+        from sync.window.history import WindowError, window_by_commit
 
         console = Console()
         try:
+            if to_commit is not None or from_commit is not None:
+                if (to_commit and to_pr is not None) or (from_commit and (from_pr is not None or cutoff)):
+                    raise WindowError(
+                        "give a window by PR numbers or by commits, not both (--to/--to-commit)"
+                    )
+                by_to, by_from, by_cutoff = window_by_commit(upstream, to_commit, from_commit, upstream_ref)
+                to_pr = by_to if by_to is not None else to_pr
+                from_pr, cutoff = (by_from, by_cutoff) if from_commit else (from_pr, cutoff)
+            if to_pr is None:
+                raise WindowError("no tip: give --to N (the last PR) or --to-commit COMMIT")
             result = run_window(
                 upstream, downstream, to_pr, from_pr, cutoff, per_pr=per_pr, console=console,
                 worktree=worktree, upstream_ref=upstream_ref,

@@ -155,3 +155,51 @@ def resolve_window(
     after_tip = history[index[tip_commit.sha] + 1 :]
     late = [c for c in after_tip if c.pr is not None and from_pr <= c.pr <= to_pr]
     return Window(from_pr, to_pr, cutoff_sha, tip_commit.sha, commits, late)
+
+
+def window_by_commit(
+    upstream: Path, to_commit: str | None, from_commit: str | None = None, upstream_ref: str = "HEAD"
+) -> tuple[int | None, int | None, str | None]:
+    """(to_pr, from_pr, cutoff) of a window given by commits, since PR numbers do not follow merge order.
+
+    ``to_commit`` is the window's last first-parent commit (it must carry a PR number: windows are
+    named by it); ``from_commit`` its first, so the cutoff is the first-parent commit before it.
+    """
+    history = first_parent_log(upstream, upstream_ref)
+    index = {c.sha: i for i, c in enumerate(history)}
+
+    def on_history(rev: str, flag: str) -> int:
+        sha = rev_parse(upstream, rev)
+        if sha is None:
+            raise WindowError(f"{flag} {rev!r} is not a commit of the upstream; give a commit id")
+        if sha not in index:
+            raise WindowError(
+                f"{flag} {rev[:12]} is not on the first-parent history of {upstream_ref}; "
+                "give the merge commit of a PR"
+            )
+        return index[sha]
+
+    to_pr = cutoff = from_pr = None
+    if to_commit is not None:
+        tip = history[on_history(to_commit, "--to-commit")]
+        if tip.pr is None:
+            raise WindowError(
+                f"--to-commit {tip.sha[:12]} carries no PR number; windows are named by it, give --to N"
+            )
+        if find_pr_commit(history, tip.pr) != tip:
+            raise WindowError(f"PR #{tip.pr} was merged twice; the window cannot end at the later merge")
+        to_pr = tip.pr
+    if from_commit is not None:
+        i = on_history(from_commit, "--from-commit")
+        if i == 0:
+            raise WindowError(
+                f"--from-commit {from_commit[:12]} is the first upstream commit; there is no cutoff"
+            )
+        first, before = history[i], history[i - 1]
+        cutoff = before.sha
+        from_pr = before.pr + 1 if before.pr is not None else first.pr  # as --from N: cutoff #N-1
+        if from_pr is None:
+            raise WindowError(
+                f"neither {first.sha[:12]} nor the commit before it carries a PR number; also give --from N"
+            )
+    return to_pr, from_pr, cutoff
