@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from sync.commands import demo, gate, resolve, rules, status, translate, window
+from sync.commands import demo, gate, ledger, resolve, rules, status, translate, window
 
 app = typer.Typer(
     name="vime-sync",
@@ -14,7 +14,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _module in (translate, rules, window, resolve, status, gate, demo):
+for _module in (translate, rules, window, resolve, status, gate, ledger, demo):
     _module.register(app)
 
 
