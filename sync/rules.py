@@ -16,7 +16,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DIRECTORY = Path(__file__).resolve().parent.parent / "translations"
+from sync.packaged import translations_dir
+
+DEFAULT_DIRECTORY = translations_dir()  # the wheel's sync/translations, else the checkout's translations/
 
 KINDS = ("module", "name", "kwarg", "string", "shape", "path", "text", "not_mirrored", "reference")
 STATUSES = ("full", "partial", "unsupported", "keep")

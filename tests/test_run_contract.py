@@ -1,28 +1,18 @@
-"""tools/run_contract.py: ``--xxx-path`` → ``VIME_CONTRACT_XXX_PATH``, pass-through to pytest, bad paths."""
+"""vime/contract_runner.py (run as tools/run_contract.py): ``--xxx-path`` → ``VIME_CONTRACT_XXX_PATH``, pass-through to pytest, bad paths."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from vime import contract_runner as runner
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "tools" / "run_contract.py"
 REWARD = "tests/contract/test_reward_contract.py"
-
-
-def _load_runner():
-    spec = importlib.util.spec_from_file_location("run_contract_under_test", RUNNER)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-runner = _load_runner()
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

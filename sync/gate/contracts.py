@@ -2,7 +2,8 @@
 
 The subprocess gets ``PYTHONPATH=<worktree>`` so that the worktree's code (the sync branch), not
 this installation's, is what the contracts import. Contract files and the runner come from the
-worktree when it has them, else from this installation.
+worktree when it has them, else from this installation (``sync.packaged``: the wheel's copies or the
+checkout's).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from pathlib import Path
 
 from sync.gate.config import ContractRun
 from sync.gate.result import FilePRs, GateFailure, prs_for
+from sync.packaged import contract_runner, contracts_dir, framework_root
 
-INSTALL_ROOT = Path(__file__).resolve().parents[2]
+INSTALL_ROOT = framework_root()
 CONTRACT_DIR = "tests/contract"
 RUNNER = "tools/run_contract.py"
 _PATH_FLAG = re.compile(r"^--[a-z][a-z0-9-]*-path$")
@@ -32,16 +34,21 @@ class ContractSetupError(ValueError):
 
 
 def _from_worktree_or_install(worktree: Path, rel: str) -> Path | None:
-    for root in (worktree, INSTALL_ROOT):
-        if (root / rel).is_file():
-            return root / rel
-    return None
+    if (worktree / rel).is_file():
+        return worktree / rel
+    if rel == RUNNER:
+        installed = contract_runner()
+    elif rel.startswith(f"{CONTRACT_DIR}/"):
+        installed = contracts_dir() / rel.removeprefix(f"{CONTRACT_DIR}/")
+    else:
+        installed = INSTALL_ROOT / rel
+    return installed if installed.is_file() else None
 
 
 def default_runs(worktree: Path) -> list[ContractRun]:
     """vime's own contracts against vime's default hooks: no path arguments, so they share one
     subprocess (a process per file costs about 5x as much; benchmarks/bench_gate.py)."""
-    directory = worktree / CONTRACT_DIR if (worktree / CONTRACT_DIR).is_dir() else INSTALL_ROOT / CONTRACT_DIR
+    directory = worktree / CONTRACT_DIR if (worktree / CONTRACT_DIR).is_dir() else contracts_dir()
     files = tuple(f"{CONTRACT_DIR}/{p.name}" for p in sorted(directory.glob("test_*_contract.py")))
     return [ContractRun(files=files)] if files else []
 
@@ -155,6 +162,7 @@ def run_contract(worktree: Path, run: ContractRun, file_prs: FilePRs) -> tuple[l
         xml_path = Path(scratch) / "junit.xml"
         command = [
             sys.executable,
+            "-P",  # the runner's own folder (vime/ when installed) must not shadow top-level modules
             str(runner),
             *map(str, contract_files.values()),
             *run.args,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import importlib.util
 import inspect
 import math
 import os
@@ -23,8 +22,9 @@ from typing import Any
 from vime.utils.misc import HookLoadError, load_function
 from vime.utils.types import RolloutFnEvalOutput, RolloutFnTrainOutput, Sample
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = "tests.contract.fixtures"  # dotted package of the deliberately broken / reference plugins
+# dotted package of the deliberately broken / reference plugins: this folder ships in the wheel as vime/contracts
+_SHIPPED = Path(__file__).resolve().parent.match("vime/contracts")
+FIXTURES = "vime.contracts.fixtures" if _SHIPPED else "tests.contract.fixtures"
 
 
 class ContractViolation(AssertionError):
@@ -404,10 +404,7 @@ def _short(value: Any, limit: int = 80) -> str:
 
 # ----- running a contract file directly --------------------------------------------------------
 def run_this_file(file: str) -> None:
-    """``python tests/contract/test_X.py --xxx-path P`` == ``tools/run_contract.py test_X.py --xxx-path P``."""
-    runner = REPO_ROOT / "tools" / "run_contract.py"
-    spec = importlib.util.spec_from_file_location("vime_run_contract", runner)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
-    spec.loader.exec_module(module)
-    sys.exit(module.main([file, *sys.argv[1:]]))
+    """``python tests/contract/test_X.py --xxx-path P`` == ``vime-contract test_X.py --xxx-path P``."""
+    from vime.contract_runner import main
+
+    sys.exit(main([file, *sys.argv[1:]]))
