@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from sync.window.filemerge import FileOutcome
 from sync.window.textmerge import parse_hunks
+from sync.window.whitespace import indent_matters, squash
 
 HUNK_OPTIONS = ["ours", "theirs", "both", "edit"]
 PORT_OPTIONS = ["ours", "theirs"]  # ours: vime stays as it is (port by hand); theirs: adopt upstream's file
@@ -86,17 +87,17 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _squash(data: bytes) -> bytes:
-    return b"".join(data.split())
-
-
-def propose_hunk_default(ours: bytes, base: bytes, theirs: bytes) -> tuple[str | None, str]:
-    """A safe default for a conflict hunk, or None (Decide). Only whitespace-level differences qualify."""
-    if _squash(ours) == _squash(theirs):
+def propose_hunk_default(
+    ours: bytes, base: bytes, theirs: bytes, indent: bool = True
+) -> tuple[str | None, str]:
+    """A safe default for a conflict hunk, or None (Decide). Only meaningless whitespace differences
+    qualify; with ``indent`` (Python, YAML, Makefiles) leading whitespace is meaning, not whitespace."""
+    o, b, t = (squash(x, indent) for x in (ours, base, theirs))
+    if o == t:
         return "ours", "the sides differ in whitespace only"
-    if _squash(ours) == _squash(base):
+    if o == b:
         return "theirs", "ours changed whitespace only"
-    if _squash(theirs) == _squash(base):
+    if t == b:
         return "ours", "theirs changed whitespace only"
     return None, ""
 
@@ -215,6 +216,7 @@ def build_questions(
     recorded: Callable[[str], dict[str, Any] | None],
     provenance: Provenance | None = None,
     order: list[int | str] | None = None,
+    indent_significant: Callable[[str], bool] = indent_matters,
 ) -> list[Question]:
     """Every question of the window, numbered Q1..Qn: per-file questions in file order, then one per
     ``unsupported`` rule and per unmapped reference; recorded decisions make them (or their sites) Settled.
@@ -260,7 +262,7 @@ def build_questions(
     for out in sorted(outcomes, key=lambda o: o.path):
         if out.outcome in ("conflict", "add_add") and out.data is not None:
             for h in parse_hunks(out.data, out.marker_size):
-                default, why = propose_hunk_default(h.ours, h.base, h.theirs)
+                default, why = propose_hunk_default(h.ours, h.base, h.theirs, indent_significant(out.path))
                 what = "added on both sides" if out.outcome == "add_add" else "both sides changed these lines"
                 add(
                     out.outcome, out, h.key(out.outcome), f"{what}{'; ' + why if why else ''}", HUNK_OPTIONS, default,

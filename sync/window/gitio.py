@@ -6,6 +6,7 @@ dependency, and ``cat-file --batch`` keeps blob reads to one process per reposit
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -99,16 +100,22 @@ class BlobReader:
         self._proc.stdout.read(1)
         return data
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """End the ``cat-file`` child: EOF on its input normally, killed when the run is aborting."""
+        if abort:
+            self._proc.kill()
         if self._proc.stdin:
-            self._proc.stdin.close()
+            with contextlib.suppress(BrokenPipeError):
+                self._proc.stdin.close()
         self._proc.wait()
+        if self._proc.stdout:
+            self._proc.stdout.close()
 
     def __enter__(self) -> BlobReader:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.close(abort=exc_type is not None)
 
 
 def dirty_paths(repo: Path) -> set[str]:

@@ -7,8 +7,11 @@ path (the same function on the same bytes); any pool failure falls back to it.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -16,6 +19,7 @@ from typing import Any
 
 from rich.console import Console
 
+from sync.window.errors import SyncError
 from sync.window.progress import stage_progress
 from sync.window.translation import Translated, TranslateFn, TranslationCache
 
@@ -24,6 +28,11 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init(translate_fn: TranslateFn, rules: Any) -> None:
+    # The parent handles Ctrl-C and ends the workers; a worker ends on SIGTERM, and when the parent dies.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG (Linux)
     _WORKER["fn"], _WORKER["rules"] = translate_fn, rules
 
 
@@ -33,9 +42,13 @@ def _work(path: str, data: bytes) -> Translated:
 
 def default_workers() -> int:
     """``VIME_SYNC_JOBS`` if set, else the cores this process may use (at most 4)."""
-    env = os.environ.get("VIME_SYNC_JOBS")
+    env = os.environ.get("VIME_SYNC_JOBS", "").strip()
     if env:
-        return max(1, int(env))
+        if not env.isdigit() or int(env) < 1:
+            raise SyncError(
+                f"VIME_SYNC_JOBS={env!r} is not a positive whole number; set it to e.g. 2, or unset it"
+            )
+        return int(env)
     return min(len(os.sched_getaffinity(0)), 4)
 
 
@@ -53,25 +66,37 @@ def pretranslate(
     workers = workers or default_workers()
     if len(todo) < MIN_PARALLEL or workers < 2:
         return 0
+    before = set(multiprocessing.active_children())
     done = 0
+    # fork: workers inherit the translator and rules; started at the first submit, before any
+    # progress thread exists in this process
+    ctx = multiprocessing.get_context("fork")
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(translate_fn, rules))
     try:
-        # fork: workers inherit the translator and rules; started at the first submit, before any
-        # progress thread exists in this process
-        ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(
-            workers, mp_context=ctx, initializer=_init, initargs=(translate_fn, rules)
-        ) as pool:
-            futures = {pool.submit(_work, path, read_blob(oid)): (path, oid) for path, oid in todo}
-            title = f"translate {len(todo)} files on {workers} processes"
-            with stage_progress(console, title, len(todo)) as advance:
-                for future in as_completed(futures):
-                    path, oid = futures[future]
-                    result = future.result()
-                    cache.memory[(path, oid)] = result
-                    cache.put(path, oid, result)
-                    cache.misses += 1
-                    done += 1
-                    advance(path)
+        futures = {pool.submit(_work, path, read_blob(oid)): (path, oid) for path, oid in todo}
+        title = f"translate {len(todo)} files on {workers} processes"
+        with stage_progress(console, title, len(todo)) as advance:
+            for future in as_completed(futures):
+                path, oid = futures[future]
+                result = future.result()
+                cache.memory[(path, oid)] = result
+                cache.put(path, oid, result)
+                cache.misses += 1
+                done += 1
+                advance(path)
     except (BrokenProcessPool, OSError) as exc:
         console.print(f"[yellow]parallel translation stopped ({exc}); continuing one file at a time[/yellow]")
+    except BaseException:
+        # Ctrl-C, SIGTERM or a failed translation: drop the queue at once instead of finishing it
+        pool.shutdown(wait=False, cancel_futures=True)
+        _end_workers(before)
+        raise
+    pool.shutdown(wait=True)
     return done
+
+
+def _end_workers(before: set[Any]) -> None:
+    for proc in multiprocessing.active_children():
+        if proc not in before:
+            proc.kill()
+            proc.join(2)

@@ -2,27 +2,22 @@
 
 Step i holds the merge of cutoff..commit_i (the same per-file merge as the whole window, on a
 shorter range); the last step equals the whole-window tree. Reports and state come in a final commit.
+The stages take the window run's shared context (``run.WindowRun``) and run in its transaction.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
-from sync.reports import report_dir_name
 from sync.window.changes import changed_files
-from sync.window.filemerge import FileOutcome
 from sync.window.gitio import commit_date
-from sync.window.history import Window
-from sync.window.messages import merge_message, outcome_totals, per_pr_message
+from sync.window.messages import merge_message, per_pr_message
 from sync.window.plan import Downstream, merge_labels, plan_change
 from sync.window.progress import stage_progress
-from sync.window.translation import Translated, TranslationCache
-from sync.window.worktree import commit_paths, create_worktree, remove_worktree, write_files, write_outcomes
+from sync.window.result import reports_for, state_for
+from sync.window.transaction import Stage
+from sync.window.worktree import commit_paths, write_files, write_outcomes
 
 
 def _restore(worktree: Path, paths: set[str], down: Downstream) -> None:
@@ -38,52 +33,37 @@ def _restore(worktree: Path, paths: set[str], down: Downstream) -> None:
             target.write_bytes(original)
 
 
-def per_pr_commits(
-    window: Window,
-    upstream: Path,
-    rules: Any,
-    translate: Callable[[str, str], Translated],
-    down: Downstream,
-    prepare: tuple[Path, str, Path, str],
-    console: Console,
-    started: float,
-    cache: TranslationCache,
-):  # noqa: ANN201 - returns run.WindowResult (import cycle)
-    from sync.window.run import WindowResult, reports_for, state_for
+def stage_pr_commits(run: Any) -> None:
+    """One commit per upstream commit of the window, each the merge of cutoff..that commit."""
+    window, touched = run.window, set()
+    with stage_progress(
+        run.console, f"merge {len(window.commits)} PRs one by one", len(window.commits)
+    ) as advance:
+        for i, c in enumerate(window.commits, 1):
+            labels = merge_labels(window.cutoff, c.sha)
+            run.outcomes = [
+                plan_change(ch, run.rules, run.translate, run.down, labels)
+                for ch in changed_files(run.upstream, window.cutoff, c.sha)
+            ]
+            _restore(run.worktree, touched, run.down)
+            now = set(write_outcomes(run.worktree, run.outcomes))
+            msg = per_pr_message(window, i, c, run.outcomes)
+            run.commits.append(
+                commit_paths(run.worktree, sorted(touched | now), msg, commit_date(run.upstream, c.sha))
+            )
+            touched |= now
+            advance(f"#{c.pr}" if c.pr else c.sha[:8])
 
-    downstream, branch, worktree, head = prepare
-    create_worktree(downstream, branch, worktree, head)
-    commits: list[str] = []
-    outcomes: list[FileOutcome] = []
-    try:
-        touched: set[str] = set()
-        with stage_progress(
-            console, f"merge {len(window.commits)} PRs one by one", len(window.commits)
-        ) as advance:
-            for i, c in enumerate(window.commits, 1):
-                labels = merge_labels(window.cutoff, c.sha)
-                outcomes = [
-                    plan_change(ch, rules, translate, down, labels)
-                    for ch in changed_files(upstream, window.cutoff, c.sha)
-                ]
-                _restore(worktree, touched, down)
-                now = set(write_outcomes(worktree, outcomes))
-                msg = per_pr_message(window, i, c, outcomes)
-                commits.append(
-                    commit_paths(worktree, sorted(touched | now), msg, commit_date(upstream, c.sha))
-                )
-                touched |= now
-                advance(f"#{c.pr}" if c.pr else c.sha[:8])
-        questions, files = reports_for(window, branch, outcomes, downstream, head, state_for(window, rules))
-        reports_rel = report_dir_name(window.from_pr, window.to_pr)
-        msg = merge_message(window, outcomes, questions, reports_rel)
-        commits.append(
-            commit_paths(worktree, write_files(worktree, files), msg, commit_date(upstream, window.tip))
-        )
-    except Exception:
-        remove_worktree(downstream, branch, worktree)
-        raise
-    return WindowResult(
-        window, branch, worktree, worktree / reports_rel, outcomes, questions, commits, outcome_totals(outcomes),
-        cache.hits, cache.misses, time.perf_counter() - started,
-    )  # fmt: skip
+
+def stage_reports_commit(run: Any) -> None:
+    """The final commit: reports and state for the whole window."""
+    state = state_for(run.window, run.rules)
+    run.questions, run.files = reports_for(
+        run.window, run.branch, run.outcomes, run.downstream, run.head, state, run.rules
+    )
+    msg = merge_message(run.window, run.outcomes, run.questions, run.reports_rel)
+    date = commit_date(run.upstream, run.window.tip)
+    run.commits.append(commit_paths(run.worktree, write_files(run.worktree, run.files), msg, date))
+
+
+PER_PR_STAGES: list[Stage] = [("pr commits", stage_pr_commits), ("reports commit", stage_reports_commit)]

@@ -9,7 +9,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +107,7 @@ class TranslationCache:
         self.memory: dict[tuple[str, str], Translated] = {}  # filled by the parallel pre-pass
         self.hits = 0
         self.misses = 0
+        self.written: list[Path] = []  # entries this run added (removed again if the run rolls back)
 
     def _file(self, path: str, oid: str) -> Path:
         assert self.dir is not None
@@ -127,9 +130,20 @@ class TranslationCache:
             return
         f = self._file(path, oid)
         f.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.with_suffix(".tmp")
-        tmp.write_text(value.to_json())
-        tmp.replace(f)
+        tmp = f.with_name(f"{f.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")  # unique: runs may overlap
+        try:
+            tmp.write_text(value.to_json())
+            existed = f.exists()
+            tmp.replace(f)
+        finally:
+            tmp.unlink(missing_ok=True)
+        if not existed:
+            self.written.append(f)
+
+    def forget_written(self) -> None:
+        """Remove the entries this run added (the rollback of an aborted window)."""
+        while self.written:
+            self.written.pop().unlink(missing_ok=True)
 
 
 def translate_one(

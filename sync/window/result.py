@@ -1,0 +1,58 @@
+"""What a window run produces (``WindowResult``) and the report files of commit 1.
+
+Its own module so that ``run`` (the whole window) and ``perpr`` (one commit per PR) both import
+it downward, with no import cycle between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sync.decisions import load_recorded
+from sync.reports import ReportContext, build_reports
+from sync.reports.questions import Question, build_questions
+from sync.window.filemerge import FileOutcome
+from sync.window.history import Window
+from sync.window.state import STATE_PATH, SyncState
+from sync.window.whitespace import matcher
+
+
+@dataclass
+class WindowResult:
+    """What a window run produced: where to look, and what happened to every file."""
+
+    window: Window
+    branch: str
+    worktree: Path
+    report_dir: Path
+    outcomes: list[FileOutcome]
+    questions: list[Question]
+    commits: list[str]
+    counts: dict[str, int] = field(default_factory=dict)
+    cache_hits: int = 0
+    cache_misses: int = 0
+    seconds: float = 0.0
+
+
+def state_for(window: Window, rules: Any) -> SyncState:
+    return SyncState(window.tip, window.to_pr, rules.hash, window.from_pr)
+
+
+def reports_for(
+    window: Window,
+    branch: str,
+    outcomes: list[FileOutcome],
+    downstream: Path,
+    head: str,
+    state: SyncState,
+    rules: Any = None,
+) -> tuple[list[Question], dict[str, bytes]]:
+    """Questions (with recorded decisions applied as Settled) and every file commit 1 adds besides merges."""
+    recorded = load_recorded(downstream, head)
+    ctx = ReportContext(window, branch, outcomes)
+    ctx.questions = build_questions(outcomes, ctx.prs_for, recorded.get, indent_significant=matcher(rules))
+    files = build_reports(ctx)
+    files[STATE_PATH] = state.to_toml().encode()
+    return ctx.questions, files

@@ -1,0 +1,160 @@
+"""Window and resolve as transactions: the complete result, or nothing at all.
+
+Why: a sync that stops half-way (an exception, Ctrl-C, SIGTERM, a failing git hook) must not leave
+a branch, a worktree, commits, cache entries or files behind, or the next run meets a dead end.
+Each write registers its undo *before* it happens; when the run ends by any exception the undos
+run newest first, with SIGINT/SIGTERM held back so a second Ctrl-C cannot cut the rollback short.
+A lock file in the downstream's ``.git`` serialises runs on one downstream. Stages run through
+``run_stages`` so other steps (e.g. a conformance check) slot in as one more named stage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sync.window.errors import SyncError
+
+LOCK_NAME = "vime-sync.lock"
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM (or SIGINT) turned into an exception, so ``finally`` blocks and the rollback run."""
+
+
+# Called with each stage's name just before it runs (fault-injection tests add to it).
+BOUNDARY_HOOKS: list[Callable[[str], None]] = []
+
+
+@dataclass
+class Transaction:
+    """The undo log of one run; ``undo(what, fn)`` before each write, ``stage(name)`` at each boundary."""
+
+    command: str
+    undos: list[tuple[str, Callable[[], None]]] = field(default_factory=list)
+    failed_undos: list[str] = field(default_factory=list)
+
+    def undo(self, what: str, fn: Callable[[], None]) -> None:
+        self.undos.append((what, fn))
+
+    def stage(self, name: str) -> None:
+        for hook in list(BOUNDARY_HOOKS):
+            hook(name)
+
+    def rollback(self) -> None:
+        while self.undos:
+            what, fn = self.undos.pop()
+            try:
+                fn()
+            except Exception as exc:  # keep undoing the rest; say what could not be undone
+                self.failed_undos.append(f"{what} ({exc})")
+
+
+Stage = tuple[str, Callable[[Any], None]]
+
+
+def run_stages(tx: Transaction, stages: Sequence[Stage], ctx: Any) -> None:
+    """Run each named stage on the shared context, marking the boundary before it."""
+    for name, fn in stages:
+        tx.stage(name)
+        fn(ctx)
+
+
+def _raise_interrupted(signum: int, _frame: object) -> None:
+    raise Interrupted(f"stopped by {signal.Signals(signum).name}")
+
+
+@contextlib.contextmanager
+def _signals_as_exceptions() -> Iterator[None]:
+    """SIGTERM raises ``Interrupted`` (SIGINT already raises KeyboardInterrupt); main thread only."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM back (delivered afterwards) while a rollback or a final write runs."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextlib.contextmanager
+def run_lock(git_dir: Path, command: str) -> Iterator[Path]:
+    """An exclusive lock on ``<git-dir>/vime-sync.lock`` (the kernel drops it if the process dies)."""
+    path = git_dir / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise SyncError(
+            f"cannot write the lock file {path} ({exc.strerror}); make {git_dir} writable"
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+            raise SyncError(
+                f"another vime-sync run holds {path} ({holder}); wait for it to finish, then run again"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{command}, pid {os.getpid()}\n".encode(), 0)
+        yield path
+    finally:
+        os.close(fd)
+
+
+def end_children(before: set[Any]) -> None:
+    """Stop multiprocessing children started since ``before`` (pool workers of an aborted run)."""
+    for proc in multiprocessing.active_children():
+        if proc in before:
+            continue
+        proc.terminate()
+    for proc in multiprocessing.active_children():
+        if proc in before:
+            continue
+        proc.join(2)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(2)
+
+
+@contextlib.contextmanager
+def transaction(git_dir: Path, command: str) -> Iterator[Transaction]:
+    """Lock the downstream, turn SIGTERM into an exception, and roll back on any exception."""
+    tx = Transaction(command)
+    children = set(multiprocessing.active_children())
+    with run_lock(git_dir, command), _signals_as_exceptions():
+        try:
+            yield tx
+        except BaseException as exc:
+            with signals_held():
+                end_children(children)
+                tx.rollback()
+            if tx.failed_undos:
+                raise SyncError(
+                    f"{command} stopped ({_why(exc)}) and could not undo: {'; '.join(tx.failed_undos)}; "
+                    "remove those by hand"
+                ) from exc
+            raise
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
