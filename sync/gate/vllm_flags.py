@@ -69,13 +69,16 @@ def build_vllm_server_options() -> frozenset[str]:
     """Every option string of the installed vLLM's ``vllm serve`` parser (built by vLLM itself)."""
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+        try:
+            from vllm.entrypoints.launchers.cli_args import make_arg_parser
+        except ImportError:  # older vLLM releases keep it here
+            from vllm.entrypoints.openai.cli_args import make_arg_parser
+        parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve", add_help=False))
     except ImportError as exc:
         raise VllmNotInstalled(str(exc)) from None
-    try:
-        from vllm.entrypoints.launchers.cli_args import make_arg_parser
-    except ImportError:  # older vLLM releases keep it here
-        from vllm.entrypoints.openai.cli_args import make_arg_parser
-    parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve", add_help=False))
+    except Exception as exc:  # installed but broken (e.g. a RuntimeError at import): skip the check, say why
+        raise VllmNotInstalled(f"vLLM fails to import: {type(exc).__name__}: {exc}") from None
     return frozenset(option for action in parser._actions for option in action.option_strings)
 
 
