@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from sync.rules import RuleTableError, load_rules
+from sync.rules import RuleSet, RuleTableError, load_rules
 from sync.translate import TreeResult, translate_tree
 from sync.translator.sources import SourceError, read_directory, read_git_tree
 
@@ -48,12 +49,75 @@ def summary_table(result: TreeResult, show_rules: bool) -> Table:
     table.add_row("references converted", f"{stats.references_converted} ({stats.converted_percent:.1f} %)")
     table.add_row("left: unsupported (review questions)", str(stats.references_unsupported))
     table.add_row("left: unmapped", str(stats.references_unmapped))
+    table.add_row(
+        "questioned (converted, but the conformance check objects)", str(stats.references_questioned)
+    )
+    table.add_row("HTTP calls to vLLM / vllm-router checked", str(stats.http_calls))
+    table.add_row("conformance findings (review questions)", str(stats.conformance_findings))
     if show_rules:
         for rule_id, count in sorted(stats.rules_applied.items(), key=lambda kv: (-kv[1], kv[0])):
             table.add_row(f"  rule {rule_id}", str(count))
         for rule_id, count in sorted(stats.unsupported_hits.items(), key=lambda kv: (-kv[1], kv[0])):
             table.add_row(f"  unsupported {rule_id}", str(count))
     return table
+
+
+def run_conformance(result: TreeResult, rules: RuleSet) -> tuple[TreeResult, str]:
+    """Check the translated HTTP calls against the installed vLLM's API (read once per vLLM version)."""
+    from sync.conformance.schema import ApiUnavailable, load_api
+    from sync.conformance.stage import check_tree
+
+    with console.status("reading vLLM's API (cached per vLLM version)"):
+        try:
+            api = load_api()
+        except ApiUnavailable as error:
+            return result, f"conformance check skipped: {error}"
+    checked = check_tree(result, rules, api)
+    return checked, f"conformance: checked against {api.version} and vllm-router"
+
+
+def finding_lines(result: TreeResult) -> list[str]:
+    """``path:line: rule: message`` for every conformance finding and unsupported hit, by path."""
+    lines = []
+    for item in result.files:
+        path = item.dst_path or item.src_path
+        entries = [(f.line, f.format()) for f in item.findings]
+        entries += [
+            (h.line, f"{path}:{h.line}: {h.rule_id}: unsupported: {h.snippet.strip()}")
+            for h in item.unsupported
+        ]
+        lines += [text for _line, text in sorted(entries)]
+    return lines
+
+
+def write_report(result: TreeResult, path: Path, note: str) -> None:
+    files = []
+    for item in result.files:
+        if not (item.findings or item.unsupported or item.unmapped):
+            continue
+        files.append(
+            {
+                "src_path": item.src_path,
+                "dst_path": item.dst_path,
+                "http_calls": item.http_calls,
+                "findings": [f.to_json() for f in item.findings],
+                "unsupported": [
+                    {"rule": h.rule_id, "line": h.line, "snippet": h.snippet} for h in item.unsupported
+                ],
+                "unmapped": [{"line": r.line, "snippet": r.snippet} for r in item.unmapped],
+            }
+        )
+    s = result.stats
+    totals = {
+        "files": s.files_total,
+        "references_converted": s.references_converted,
+        "references_questioned": s.references_questioned,
+        "references_unsupported": s.references_unsupported,
+        "references_unmapped": s.references_unmapped,
+        "http_calls": s.http_calls,
+        "conformance_findings": s.conformance_findings,
+    }
+    path.write_text(json.dumps({"conformance": note, "totals": totals, "files": files}, indent=1) + "\n")
 
 
 def register(app: typer.Typer) -> None:
@@ -77,6 +141,15 @@ def register(app: typer.Typer) -> None:
         rules_dir: Annotated[
             Path | None, typer.Option("--rules", help="Rule tables (default: translations/).")
         ] = None,
+        report: Annotated[
+            Path | None,
+            typer.Option(
+                "--report", help="Write every finding, unsupported hit and unmapped reference as JSON."
+            ),
+        ] = None,
+        no_conformance: Annotated[
+            bool, typer.Option("--no-conformance", help="Skip checking HTTP calls against vLLM's API.")
+        ] = False,
     ) -> None:
         """Translate an upstream slime tree (SGLang) into vime's layout and vLLM code."""
         if not src.exists():
@@ -95,8 +168,17 @@ def register(app: typer.Typer) -> None:
         ) as bar:
             task = bar.add_task("translate", total=len(files))
             result = translate_tree(files, rules, progress=lambda _path: bar.advance(task))
+        conformance_note = "conformance check skipped (--no-conformance)"
+        if not no_conformance:
+            result, conformance_note = run_conformance(result, rules)
         written = write_tree(result, out)
         console.print(summary_table(result, show_rules=stats))
+        console.print(conformance_note, markup=False, highlight=False)
+        if stats:
+            for line in finding_lines(result):
+                console.print(line, markup=False, highlight=False, soft_wrap=True)
+        if report is not None:
+            write_report(result, report, conformance_note)
         for item in result.files:
             for ref in item.unmapped:
                 console.print(

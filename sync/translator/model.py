@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 FileKind = Literal["python", "text", "binary", "not_mirrored"]
 
@@ -45,6 +45,10 @@ class FileTranslation:
     unsupported: list[Hit] = field(default_factory=list)
     unmapped: list[Ref] = field(default_factory=list)
     parse_error: str | None = None
+    # Conformance of the translated code to vLLM's API (sync/conformance; set by its stage):
+    http_calls: int = 0
+    findings: list[Any] = field(default_factory=list)  # sync.conformance.model.Finding
+    questioned: set[Applied] = field(default_factory=set)  # applied rules a finding puts in question
 
     @property
     def changed(self) -> bool:
@@ -66,10 +70,18 @@ class TreeStats:
     references_converted: int = 0
     references_unsupported: int = 0
     references_unmapped: int = 0
+    references_questioned: int = 0  # applied, but the conformance check found the line wrong
+    http_calls: int = 0
+    conformance_findings: int = 0
 
     @property
     def references_total(self) -> int:
-        return self.references_converted + self.references_unsupported + self.references_unmapped
+        return (
+            self.references_converted
+            + self.references_unsupported
+            + self.references_unmapped
+            + self.references_questioned
+        )
 
     @property
     def converted_percent(self) -> float:
@@ -90,7 +102,11 @@ class TreeStats:
             self.files_parse_error += 1
         self.rules_applied.update(applied.rule_id for applied in result.applied)
         self.unsupported_hits.update(hit.rule_id for hit in result.unsupported)
-        self.references_converted += sum(1 for applied in result.applied if applied.line > 0)
+        lines = [applied for applied in result.applied if applied.line > 0]
+        self.references_converted += sum(1 for applied in lines if applied not in result.questioned)
+        self.references_questioned += sum(1 for applied in lines if applied in result.questioned)
+        self.http_calls += result.http_calls
+        self.conformance_findings += len(result.findings)
         self.references_unsupported += len(result.unsupported)
         self.references_unmapped += len(result.unmapped)
 
