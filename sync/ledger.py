@@ -14,6 +14,7 @@ per-PR commit, or empty: then the commit that added the row, found by ``vime-syn
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,6 +30,7 @@ FIELDS = ("sha", "pr", "window", "disposition", "downstream", "title", "reason")
 DISPOSITIONS = ("mirrored", "review", "port", "no_effect", "not_mirrored", "empty", "ported", "excluded")
 BY_HAND = ("ported", "excluded", "mirrored", "port")
 
+_PER_PR_SUBJECT = re.compile(r"^sync\(slime #(\d+)\.\.#(\d+)\) \d+/\d+: (#\d+|[0-9a-f]{8}) ")
 _MIRRORED = ("theirs", "clean", "structural", "new", "deleted")
 _REVIEW = ("conflict", "add_add", "modify_delete", "binary")
 
@@ -182,13 +184,35 @@ def ledger_files(rows: list[LedgerRow]) -> dict[str, bytes]:
     return {LEDGER_PATH: dump_ledger(rows), LEDGER_MD: render_ledger_md(rows).encode()}
 
 
+def _per_pr_commits(downstream: Path, rev: str) -> dict[tuple[str, str], str]:
+    """(window, PR label) -> the ``--per-pr`` commit that merged it, from the sync commits' subjects."""
+    try:
+        log = git(downstream, "log", "--format=%H%x00%s", "--grep=^sync(slime #", rev).decode(
+            "utf-8", "replace"
+        )
+    except GitError:
+        return {}
+    found = {}
+    for line in log.splitlines():
+        sha, _, subject = line.partition("\0")
+        m = _PER_PR_SUBJECT.match(subject)
+        if m:
+            found.setdefault((f"slime-{m.group(1)}-{m.group(2)}", m.group(3)), sha)
+    return found
+
+
 def fill_downstream(downstream: Path, rows: list[LedgerRow], rev: str = "HEAD") -> list[LedgerRow]:
-    """Rows without a vime commit take the commit that added their row (a window's commit 1)."""
+    """Rows without a vime commit take their ``--per-pr`` commit, else the commit that added the row
+    (the window's commit 1)."""
+    per_pr = _per_pr_commits(downstream, rev)
     found: dict[str, str] = {}
     out = []
     for r in rows:
         if r.downstream:
             out.append(r)
+            continue
+        if (r.window, r.label) in per_pr:
+            out.append(replace(r, downstream=per_pr[(r.window, r.label)]))
             continue
         if r.sha not in found:
             try:

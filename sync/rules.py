@@ -230,10 +230,24 @@ def read_table(path: Path) -> tuple[str, list[Rule], dict[str, Any]]:
     return kind, [_rule_from_row(row, kind, path.name) for row in rows], settings
 
 
+LAYOUT_TABLE = "layout.toml"  # the downstream's layout map (sync/layout.py): not a rule table
+
+
+def rule_table_files(directory: Path) -> list[Path]:
+    """The rule tables of ``directory``: every ``*.toml`` except the layout map."""
+    return sorted(p for p in directory.glob("*.toml") if p.name != LAYOUT_TABLE)
+
+
 def load_rules(directory: Path | None = None) -> RuleSet:
-    """Load every ``*.toml`` table under ``directory`` (default: the repository's ``translations/``)."""
+    """Load every ``*.toml`` table under ``directory`` (default: the repository's ``translations/``).
+
+    A folder holding only a layout map (a downstream that uses the packaged rules) gives the packaged rules.
+    """
     directory = Path(directory) if directory is not None else DEFAULT_DIRECTORY
-    files = sorted(directory.glob("*.toml"))
+    files = rule_table_files(directory)
+    if not files and (directory / LAYOUT_TABLE).is_file():
+        directory = DEFAULT_DIRECTORY
+        files = rule_table_files(directory)
     if not files:
         raise RuleTableError(f"{directory}: no *.toml rule tables found; pass the translations directory")
     digest = hashlib.sha256()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sync.ledger import ledger_files, merge_rows, window_rows
 from sync.reports.context import ReportContext
 from sync.reports.questions_md import decisions_doc, dump_json, render_questions
 from sync.reports.review_page import render_review_page
@@ -22,6 +23,8 @@ def build_reports(ctx: ReportContext) -> dict[str, bytes]:
         f"{base}/decisions.json": dump_json(doc),
         f"{base}/review.html": render_review_page(doc).encode(),
     }
+    rows = window_rows(ctx.window, ctx.name, ctx.outcomes, ctx.downstream_commits)
+    files |= ledger_files(merge_rows(ctx.previous_ledger, rows))
     by_path = {o.path: o for o in ctx.outcomes}
     for q in ctx.questions:
         if q.alternative:

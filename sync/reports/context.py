@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from sync.reports.questions import Question
 from sync.window.filemerge import FileOutcome
@@ -15,6 +16,9 @@ class ReportContext:
     branch: str
     outcomes: list[FileOutcome]
     questions: list[Question] = field(default_factory=list)
+    previous_ledger: list[Any] = field(default_factory=list)  # sync.ledger.LedgerRow at the downstream's HEAD
+    downstream_commits: dict[str, str] = field(default_factory=dict)  # upstream sha -> per-PR vime commit
+    provenance: Any = None  # sync.window.provenance.WindowProvenance, for changed regions per file
 
     def __post_init__(self) -> None:
         self._prs_by_file = self.window.prs_by_file()
@@ -26,6 +30,11 @@ class ReportContext:
             prs += [p for p in self._prs_by_file.get(out.upstream_old, []) if p not in prs]
         order = {(c.pr if c.pr is not None else c.sha[:8]): i for i, c in enumerate(self.window.commits)}
         return sorted(set(prs), key=lambda p: order.get(p, 0))
+
+    @property
+    def order(self) -> list[int | str]:
+        """Every PR (or direct-push short sha) of the window in merge order."""
+        return [c.pr if c.pr is not None else c.sha[:8] for c in self.window.commits]
 
     @property
     def name(self) -> str:

@@ -326,20 +326,21 @@ def build_questions(
 
 def expand_sites(questions: list[Question]) -> list[Question]:
     """One question per site for ``resolve`` (and the recorded decisions): a site takes its own
-    decision, else its group's (a group's ``edit`` is per site: set ``edit`` on the site)."""
+    decision, else its group's (a group's ``edit`` text replaces the line of every such site)."""
     out: list[Question] = []
     for q in questions:
         if not q.sites:
             out.append(q)
             continue
         for i, s in enumerate(q.sites, 1):
-            decision = s.get("decision") or (q.decision if q.decision != "edit" else None)
+            own = s.get("decision")
+            decision, edit = (own, s.get("edit")) if own else (q.decision, q.edit)
             out.append(
                 Question(
                     id=f"{q.id}.{i}", kind=q.kind, file=s["file"], lines=list(s["lines"]), prs=list(s["prs"]),
                     rules=q.rules, options=q.options, default=q.default,
                     tier="Settled" if s.get("recorded_in") else q.tier, key=s["key"], summary=q.summary,
-                    sides={"theirs": s["snippet"]}, decision=decision, edit=s.get("edit"),
+                    sides={"theirs": s["snippet"]}, decision=decision, edit=edit,
                 )
             )  # fmt: skip
     return out

@@ -13,7 +13,7 @@ decisions.json schema (``vime-sync/decisions/v1``; documented in docs/sync.md)::
                     "diff": null | "ports/<path>.diff"}]}
 
 A grouped question (``unsupported`` per rule, ``unmapped`` per reference) lists its ``sites``; its
-decision applies to every site unless a site has its own (an ``edit`` is always per site).
+decision (an ``edit`` text too) applies to every site unless a site has its own.
 
 A reviewer fills ``decision`` (and ``edit`` when the decision is ``edit``); resolve uses ``default``
 for Confirm questions left open and refuses while a Decide question has no decision.
@@ -39,6 +39,7 @@ def _one_line(snippet: str) -> str:
 
 def decisions_doc(ctx: ReportContext) -> dict[str, Any]:
     w = ctx.window
+    asked = {q.file for q in ctx.questions} | {s["file"] for q in ctx.questions for s in q.sites}
     return {
         "schema": SCHEMA,
         "window": {
@@ -56,6 +57,7 @@ def decisions_doc(ctx: ReportContext) -> dict[str, Any]:
                 "renamed_from": o.renamed_from,
                 "prs": ctx.prs_for(o),
                 "marker_size": o.marker_size,
+                **({"regions": ctx.provenance.regions(o)} if ctx.provenance and o.path in asked else {}),
             }
             for o in sorted(ctx.outcomes, key=lambda o: o.path)
         },

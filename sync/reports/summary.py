@@ -11,7 +11,7 @@ from sync.reports.questions import tier_counts
 
 OUTCOME_ORDER = (
     "theirs", "clean", "structural", "unchanged", "conflict", "add_add", "new", "deleted",
-    "modify_delete", "binary", "not_mirrored",
+    "modify_delete", "binary", "port", "not_mirrored",
 )  # fmt: skip
 OUTCOME_MEANING = {
     "theirs": "downstream untouched since the last sync: taken exactly as translated upstream",
@@ -24,7 +24,8 @@ OUTCOME_MEANING = {
     "deleted": "deleted upstream, untouched downstream: deleted",
     "modify_delete": "deleted on one side, changed on the other (question; downstream state kept)",
     "binary": "binary changed on both sides (question; ours kept)",
-    "not_mirrored": "the rules do not mirror this upstream path: listed, not merged",
+    "port": "vime-owned or never in vime: nothing lands; a port request with the translated diff (question)",
+    "not_mirrored": "the rules (or the layout's ignore) do not mirror this upstream path: listed, not merged",
 }
 
 

@@ -9,7 +9,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sync.rules import DEFAULT_DIRECTORY, STRING_ROLES, Rule, RuleTableError, read_table
+from sync.layout import LayoutError, parse_layout
+from sync.rules import (
+    DEFAULT_DIRECTORY,
+    LAYOUT_TABLE,
+    STRING_ROLES,
+    Rule,
+    RuleTableError,
+    read_table,
+    rule_table_files,
+)
 from sync.translator.vllm_imports import ImportUse, is_engine_module, resolve_in_subprocess, vllm_installed
 
 NAME_MATCHES = ("exact", "part")
@@ -136,10 +145,15 @@ def import_problems(rules: list[Rule]) -> list[str]:
 def check_tables(directory: Path | None = None, check_imports: bool = True) -> list[str]:
     """All problems of the tables under ``directory``; an empty list means the tables are sound."""
     directory = Path(directory) if directory is not None else DEFAULT_DIRECTORY
-    files = sorted(directory.glob("*.toml"))
+    files = rule_table_files(directory)
     if not files:
         return [f"{directory}: no *.toml rule tables; pass the translations directory"]
     problems: list[str] = []
+    if (directory / LAYOUT_TABLE).is_file():
+        try:
+            parse_layout((directory / LAYOUT_TABLE).read_text(encoding="utf-8"), LAYOUT_TABLE)
+        except LayoutError as error:
+            problems.append(str(error))
     rules: list[Rule] = []
     seen: dict[str, str] = {}
     for path in files:

@@ -15,6 +15,7 @@ from sync.window.gitio import commit_date
 from sync.window.messages import merge_message, per_pr_message
 from sync.window.plan import Downstream, merge_labels, plan_change
 from sync.window.progress import stage_progress
+from sync.window.provenance import WindowProvenance
 from sync.window.result import reports_for, state_for
 from sync.window.transaction import Stage
 from sync.window.worktree import commit_paths, write_files, write_outcomes
@@ -58,8 +59,9 @@ def stage_pr_commits(run: Any) -> None:
 def stage_reports_commit(run: Any) -> None:
     """The final commit: reports and state for the whole window."""
     state = state_for(run.window, run.rules)
+    provenance = WindowProvenance(run.upstream, run.window, run.translate)
     run.questions, run.files = reports_for(
-        run.window, run.branch, run.outcomes, run.downstream, run.head, state, run.rules
+        run.window, run.branch, run.outcomes, run.downstream, run.head, state, run.rules, provenance
     )
     msg = merge_message(run.window, run.outcomes, run.questions, run.reports_rel)
     date = commit_date(run.upstream, run.window.tip)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
+from sync.layout import LAYOUT_FILE, Layout, Placement, parse_layout
 from sync.window.changes import UpstreamChange
 from sync.window.filemerge import (
     FileOutcome,
@@ -35,6 +37,28 @@ class Downstream:
         entry = self.tree.get(path)
         return entry[0] if entry else default
 
+    @cached_property
+    def layout(self) -> Layout:
+        """The downstream's own layout map (``translations/layout.toml`` in its tree), else mirror all."""
+        data = self.content(LAYOUT_FILE)
+        return parse_layout(data.decode("utf-8", "replace")) if data is not None else Layout()
+
+
+def _mapped(rules: Any, path: str | None, place: Placement | None) -> str | None:
+    if path is None or place is None or place.action == "ignore":
+        return None
+    return place.to or rules.map_path(path)
+
+
+def port_request(
+    path: str, upstream_path: str, base: Translated | None, theirs: Translated | None, why: str
+) -> FileOutcome:
+    """A change nothing of which lands: the translated upstream file and diff go beside the report."""
+    return FileOutcome(
+        path, upstream_path, "port", data=None, base=base, theirs=theirs, note=why,
+        alternative=theirs.data if theirs is not None else b"",
+    )  # fmt: skip
+
 
 def merge_labels(cutoff: str, tip: str) -> tuple[str, str, str]:
     """Marker labels: short, fixed, no absolute paths (reports and trees stay byte-identical between runs)."""
@@ -50,13 +74,30 @@ def plan_change(
 ) -> FileOutcome:
     """The outcome of one upstream change on the downstream."""
     special = SPECIAL_MODES.get(change.new_mode) or SPECIAL_MODES.get(change.old_mode)
-    old_dst = rules.map_path(change.old_path) if change.old_path else None
-    new_dst = rules.map_path(change.new_path) if change.new_path else None
+    layout = down.layout
+    old_place = layout.place(change.old_path) if change.old_path else None
+    new_place = layout.place(change.new_path) if change.new_path else None
+    old_dst = _mapped(rules, change.old_path, old_place)
+    new_dst = _mapped(rules, change.new_path, new_place)
     if special or (old_dst is None and new_dst is None):
-        why = f"{special}: not mirrored" if special else "the rules do not mirror this path"
+        ignored = next((p for p in (new_place, old_place) if p is not None and p.action == "ignore"), None)
+        why = "the rules do not mirror this path"
+        if special:
+            why = f"{special}: not mirrored"
+        elif ignored is not None:
+            why = ignored.why
         return FileOutcome(change.path, change.path, "not_mirrored", note=why)
     base = translate(change.old_path, change.base_oid) if old_dst and change.base_oid else None
     theirs = translate(change.new_path, change.theirs_oid) if new_dst and change.theirs_oid else None
+
+    port = next((p for p in (new_place, old_place) if p is not None and p.action == "port"), None)
+    if port is not None:  # vime-owned: nothing lands, whatever the change
+        where = new_dst or old_dst or change.path
+        if base is not None and theirs is not None and base.data == theirs.data:
+            return FileOutcome(
+                where, change.path, "unchanged", note="upstream change vanishes under translation"
+            )
+        return port_request(where, change.new_path or change.path, base, theirs, port.why)
 
     if new_dst is None:  # deleted upstream (or moved out of the mirror)
         assert old_dst is not None and base is not None
@@ -82,11 +123,9 @@ def plan_change(
     if ours is None:
         if source in down.deleted_in_history:
             return merge_downstream_deleted(new_dst, change.new_path, base, theirs)
-        out = FileOutcome(
-            new_dst, change.new_path, "new", data=theirs.data, mode=change.new_mode, theirs=theirs
+        return port_request(
+            new_dst, change.new_path, base, theirs, "changed upstream, never in the downstream"
         )
-        out.note = "changed upstream, never mirrored downstream"
-        return out
     out = merge_contents(new_dst, change.new_path, ours, base, theirs, labels)
     out.mode = down.mode(source, change.new_mode)
     if change.old_path != change.new_path:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sync.decisions import load_recorded
+from sync.ledger import load_ledger
 from sync.reports import ReportContext, build_reports
 from sync.reports.questions import Question, build_questions
 from sync.window.filemerge import FileOutcome
@@ -48,11 +49,20 @@ def reports_for(
     head: str,
     state: SyncState,
     rules: Any = None,
+    provenance: Any = None,
+    downstream_commits: dict[str, str] | None = None,
 ) -> tuple[list[Question], dict[str, bytes]]:
-    """Questions (with recorded decisions applied as Settled) and every file commit 1 adds besides merges."""
+    """Questions (with recorded decisions applied as Settled) and every file commit 1 adds besides merges.
+
+    ``provenance`` (sync.window.provenance) names the PRs behind each hunk and site; the ledger rows of
+    the window join those committed at ``head``, with ``downstream_commits`` (per-PR commits) when known.
+    """
     recorded = load_recorded(downstream, head)
-    ctx = ReportContext(window, branch, outcomes)
-    ctx.questions = build_questions(outcomes, ctx.prs_for, recorded.get, indent_significant=matcher(rules))
+    ctx = ReportContext(window, branch, outcomes, previous_ledger=load_ledger(downstream, head))
+    ctx.provenance, ctx.downstream_commits = provenance, downstream_commits or {}
+    ctx.questions = build_questions(
+        outcomes, ctx.prs_for, recorded.get, provenance, ctx.order, indent_significant=matcher(rules)
+    )
     files = build_reports(ctx)
     files[STATE_PATH] = state.to_toml().encode()
     return ctx.questions, files

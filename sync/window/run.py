@@ -36,6 +36,7 @@ from sync.window.parallel import default_workers, pretranslate
 from sync.window.perpr import PER_PR_STAGES
 from sync.window.plan import Downstream, merge_labels, plan_change, translation_jobs
 from sync.window.progress import stage, stage_progress
+from sync.window.provenance import WindowProvenance
 from sync.window.result import WindowResult, reports_for, state_for
 from sync.window.state import SyncState, read_state
 from sync.window.transaction import Stage, Transaction, run_stages, transaction
@@ -122,8 +123,9 @@ def stage_merge(run: WindowRun) -> None:
 def stage_reports(run: WindowRun) -> None:
     with stage(run.console, "questions and reports") as found:
         state = state_for(run.window, run.rules)
+        provenance = WindowProvenance(run.upstream, run.window, run.translate)
         run.questions, run.files = reports_for(
-            run.window, run.branch, run.outcomes, run.downstream, run.head, state, run.rules
+            run.window, run.branch, run.outcomes, run.downstream, run.head, state, run.rules, provenance
         )
         found.append(f"{len(run.questions)} questions, {len(run.files)} report files")
 
