@@ -1,0 +1,200 @@
+"""The conformance checker on small translated snippets: one test per kind of finding, against the
+installed vLLM's own API (read from its FastAPI app, cached per vLLM version)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from sync.conformance.check import check_calls, check_policies
+from sync.conformance.extract import Wrapper, extract
+from sync.conformance.schema import ApiUnavailable, load_api
+from sync.rules import load_rules
+
+WRAPPERS = [
+    Wrapper("_make_request", "POST", route_arg=0, body_arg=1),
+    Wrapper("post", "POST", url_arg=0, body_arg=1, modules=("vime.utils.http_utils",)),
+]
+
+
+@pytest.fixture(scope="module")
+def api():
+    try:
+        return load_api()
+    except ApiUnavailable as error:
+        pytest.skip(f"vLLM's API cannot be read here: {error}")
+
+
+def findings(api, source: str):
+    found = extract("m.py", textwrap.dedent(source), WRAPPERS)
+    return check_calls(found.calls, api) + check_policies("m.py", found.policies, api)
+
+
+def kinds(api, source: str) -> list[tuple[int, str, str]]:
+    return [(f.line, f.kind, f.effect) for f in findings(api, source)]
+
+
+def test_correct_calls_have_no_findings(api):
+    source = """
+    import requests
+    from vime.utils.http_utils import post
+
+    async def f(host, port, ids, tags):
+        requests.post(f"http://{host}:{port}/reset_prefix_cache")
+        requests.post(f"http://{host}:{port}/wake_up", params=[("tags", t) for t in tags])
+        requests.post(f"http://{host}:{port}/collective_rpc", json={"method": "reload_weights", "kwargs": {}})
+        out = await post(f"http://{host}:{port}/inference/v1/generate", {"token_ids": ids, "sampling_params": {}})
+        return out["choices"][0]["token_ids"], out["choices"][0]["logprobs"]["content"]
+    """
+    assert findings(api, source) == []
+
+
+def test_unknown_route(api):
+    source = """
+    import requests
+    def f(self):
+        return requests.get(f"http://{self.server_host}:{self.server_port}/get_weight_version").json()
+    """
+    assert kinds(api, source) == [(4, "unknown-route", "rejected")]
+
+
+def test_outside_service_is_not_checked(api):
+    source = """
+    import requests
+    def f(search_url):
+        return requests.post(f"{search_url}/retrieve", json={"q": 1})
+    """
+    assert findings(api, source) == []
+
+
+def test_wrong_method(api):
+    source = """
+    import requests
+    def flush(self):
+        requests.get(f"http://{self.server_host}:{self.server_port}/reset_prefix_cache")
+    """
+    [finding] = findings(api, source)
+    assert (finding.kind, finding.effect) == ("wrong-method", "rejected")
+    assert "takes POST, not GET" in finding.message
+
+
+def test_body_not_query(api):
+    source = """
+    def resume(self, tags):
+        return self._make_request("wake_up", {"tags": tags})
+    """
+    assert kinds(api, source) == [(3, "body-not-query", "ignored")]
+
+
+def test_query_not_body(api):
+    source = """
+    import requests
+    def version(self):
+        requests.post(f"http://{self.server_host}:{self.server_port}/update_weight_version?new_version=3")
+    """
+    got = kinds(api, source)
+    assert (4, "query-not-body", "rejected") in got
+    assert (4, "missing-field", "rejected") in got  # and the body then lacks it
+
+
+def test_missing_field_nested_and_subscript_assignment(api):
+    source = """
+    def update(self, names, version):
+        payload = {"names": names}
+        payload["weight_version"] = version
+        return self._make_request("update_weights", payload)
+    """
+    got = kinds(api, source)
+    assert (5, "missing-field", "rejected") in got  # update_info
+    assert (3, "unknown-field", "ignored") in got  # names
+    assert (4, "unknown-field", "ignored") in got  # weight_version, added by subscript
+
+
+def test_missing_method_in_raw_handler_body(api):
+    """/collective_rpc reads its body by hand; 'method' is required by the handler's own source."""
+    source = """
+    def reload(self, path):
+        return self._make_request("collective_rpc", {"kwargs": {"weights_path": path}})
+    """
+    [finding] = findings(api, source)
+    assert (finding.kind, finding.effect) == ("missing-field", "rejected")
+    assert "'method'" in finding.message
+
+
+def test_unknown_field_in_generate_payload(api):
+    source = """
+    from vime.utils.http_utils import post
+    async def gen(url, ids, sp):
+        payload = {"sampling_params": sp, "return_logprob": True}
+        payload["input_ids"] = ids
+        return await post(f"{url}/inference/v1/generate", payload)
+    """
+    got = kinds(api, source)
+    assert (4, "unknown-field", "ignored") in got
+    assert (5, "unknown-field", "ignored") in got
+    assert (6, "missing-field", "rejected") in got  # token_ids
+
+
+def test_response_field_reads(api):
+    source = """
+    from vime.utils.http_utils import post
+    async def gen(url, ids):
+        output = await post(f"{url}/inference/v1/generate", {"token_ids": ids, "sampling_params": {}})
+        text = output["text"]
+        if "output_token_logprobs" in output["choices"][0]:
+            pass
+        return output["choices"][0]["finish_reason"], text
+    """
+    got = kinds(api, source)
+    assert got == [(5, "response-field", "read"), (6, "response-field", "read")]
+
+
+def test_router_policy(api):
+    source = """
+    def route(args):
+        return args.router_policy == "consistent_hashing" or args.router_policy == "consistent_hash"
+    """
+    assert kinds(api, source) == [(3, "router-policy", "ignored")]
+
+
+def test_router_routes_are_known(api):
+    source = """
+    import requests
+    def workers(self):
+        return requests.get(f"http://{self.router_ip}:{self.router_port}/workers").json()["workers"]
+    def bad(self):
+        return requests.get(f"http://{self.router_ip}:{self.router_port}/list_engines")
+    """
+    [finding] = findings(api, source)
+    assert finding.kind == "unknown-route" and "vllm-router has no route" in finding.message
+
+
+def test_wrappers_come_from_the_rule_tables():
+    rules = load_rules()
+    names = {row["name"] for row in rules.settings["string"]["http_wrapper"]}
+    assert {"_make_request", "post", "get"} <= names
+
+
+def test_translate_stage_questions_the_rule_on_the_line(api, tmp_path):
+    """End to end through the translator: the finding names the rule that wrote the line, and that
+    line is counted as questioned, not converted."""
+    from sync.conformance.stage import check_tree
+    from sync.translate import translate_tree
+
+    upstream = textwrap.dedent(
+        """
+        import requests
+
+        class Engine:
+            def flush_cache(self):
+                requests.get(f"http://{self.server_host}:{self.server_port}/flush_cache")
+        """
+    ).encode()
+    rules = load_rules()
+    result = check_tree(translate_tree([("slime/backends/sglang_utils/sglang_engine.py", upstream)], rules), rules, api)
+    [ft] = result.files
+    [finding] = ft.findings
+    assert finding.rule == "ep.flush_cache" and finding.kind == "wrong-method"
+    assert result.stats.references_questioned == 1
+    assert result.stats.http_calls == 1
