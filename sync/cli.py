@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from sync.commands import demo, gate, ledger, resolve, rules, status, translate, window
+from sync.commands.errors import set_debug
 
 app = typer.Typer(
     name="vime-sync",
@@ -13,6 +16,17 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def main(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show the traceback of a failure instead of one line.")
+    ] = False,
+) -> None:
+    """Keep vime in step with slime. Exit codes: 0 done, 1 refused input or failed check, 2 usage, 3 bug, 130 interrupted."""
+    set_debug(debug)
+
 
 for _module in (translate, rules, window, resolve, status, gate, ledger, demo):
     _module.register(app)

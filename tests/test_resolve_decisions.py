@@ -106,7 +106,7 @@ def test_stale_decision_for_a_changed_hunk_is_refused(sc):
     c = next(q for q in doc["questions"] if q["file"] == "vime/c.py")
     c["key"] = "0" * 24
     (result.report_dir / "decisions.json").write_text(json.dumps(doc))
-    with pytest.raises(SyncError, match=r"hunk 0 no longer matches"):
+    with pytest.raises(SyncError, match=r"Q3 does not match a question of this window"):
         resolve_branch(result.worktree)
 
 

@@ -9,9 +9,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from sync.commands.errors import guarded
+
 
 def register(app: typer.Typer) -> None:
     @app.command("demo")
+    @guarded("demo")
     def demo(
         directory: Annotated[
             Path | None,

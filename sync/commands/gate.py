@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from sync.commands.errors import guarded
+
 FILE_PRS_JSON = "file_prs.json"  # {path: [PR, ...]}, when a tool writes the map on its own
 DECISIONS_JSON = "decisions.json"  # the window's review file: {"files": {path: {"prs": [...]}}}
 
@@ -59,6 +61,7 @@ def default_report_dir(worktree: Path) -> Path:
 
 def register(app: typer.Typer) -> None:
     @app.command("gate")
+    @guarded("gate")
     def gate(
         worktree: Annotated[Path, typer.Option(help="The sync branch's worktree (default: here).")] = Path(
             "."

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+
+from sync.commands.errors import guarded
+from sync.window.errors import SyncError
 
 
 def _file_prs(report_dir: Path) -> dict[str, list[int]]:
@@ -18,22 +22,30 @@ def _file_prs(report_dir: Path) -> dict[str, list[int]]:
     }
 
 
-def run_gate_step(worktree: Path, report_dir: Path, console: Console) -> bool | None:
-    """Run the gate if it is installed; None when it is not available."""
-    try:
-        from sync.gate import run_gate
-    except ImportError as exc:
-        console.print(
-            f"[yellow]gate not available ({exc}); run `vime-sync gate` once it is installed[/yellow]"
-        )
-        return None
-    with console.status("running the gate (static checks + contract tests)"):
-        result = run_gate(worktree, report_dir, _file_prs(report_dir))
-    return bool(result.passed)
+def gate_step(console: Console) -> Callable[[Path, Path], bool | None]:
+    """The gate as a stage of resolve: True/False, or None when the gate is not installed."""
+
+    def run(worktree: Path, report_dir: Path) -> bool | None:
+        try:
+            from sync.gate import GateConfigError, run_gate
+        except Exception as exc:  # not installed, or broken: resolve still completes
+            console.print(
+                f"[yellow]gate not available ({exc}); run `vime-sync gate` once it is installed[/yellow]"
+            )
+            return None
+        with console.status("running the gate (static checks + contract tests)"):
+            try:
+                result = run_gate(worktree, report_dir, _file_prs(report_dir))
+            except GateConfigError as exc:
+                raise SyncError(f"{exc} (nothing was committed)") from None
+        return bool(result.passed)
+
+    return run
 
 
 def register(app: typer.Typer) -> None:
     @app.command("resolve")
+    @guarded("resolve")
     def resolve(
         worktree: Annotated[
             Path, typer.Option("--worktree", help="The sync worktree (default: here).")
@@ -49,45 +61,30 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--gate/--no-gate", help="Run the gate after the resolve commit.")
         ] = True,
     ) -> None:
-        """Apply the review decisions: commit 2 with no conflict markers; refuses while a Decide question is open."""
-        from sync.window.errors import SyncError
-        from sync.window.gitio import GitError, git_text
-        from sync.window.resolve import resolve_branch
-        from sync.window.worktree import commit_paths
+        """Apply the review decisions: commit 2 with no conflict markers, then the gate; all of it or nothing."""
+        from sync.window.resolve import AlreadyResolved, resolve_branch
 
         console = Console()
         try:
-            result = resolve_branch(worktree, decisions)
-        except (SyncError, GitError) as exc:
-            typer.echo(f"vime-sync resolve: {exc}", err=True)
-            raise typer.Exit(1) from None
-        applied = ", ".join(f"{n} {k}" for k, n in sorted(result.applied.items())) or "nothing"
-        console.print(
-            f"[green]resolved[/green]: {applied}; commit {result.commit[:10]}; {result.recorded} decisions recorded"
-        )
-        if not gate:
+            result = resolve_branch(worktree, decisions, gate_step(console) if gate else None)
+        except AlreadyResolved as exc:
+            typer.echo(f"vime-sync resolve: {exc}")
             return
-        passed = run_gate_step(result.worktree, result.report_dir, console)
-        if passed is None:
-            return
-        rel = (result.report_dir / "gate.json").relative_to(result.worktree).as_posix()
-        if (result.worktree / rel).exists():
-            date = git_text(result.worktree, "log", "-1", "--format=%cd", "--date=raw")
-            commit_paths(
-                result.worktree,
-                [rel, *_gate_files(result)],
-                f"sync: gate {'passed' if passed else 'failed'}\n",
-                date,
+        if result.gate_only:
+            console.print(
+                f"the window was resolved; its gate had not run: ran it now (commit {result.commit[:10]})"
             )
+        else:
+            applied = ", ".join(f"{n} {k}" for k, n in sorted(result.applied.items())) or "nothing"
+            console.print(
+                f"[green]resolved[/green]: {applied}; commit {result.commit[:10]}; {result.recorded} decisions recorded"
+            )
+        if result.gate_passed is None:
+            return
         console.print(
             "[green]gate passed[/green]"
-            if passed
+            if result.gate_passed
             else f"[red]gate failed[/red]: see {result.report_dir}/gate.json"
         )
-        if not passed:
+        if not result.gate_passed:
             raise typer.Exit(1)
-
-
-def _gate_files(result) -> list[str]:  # noqa: ANN001
-    """Other report files the gate wrote next to gate.json (e.g. GATE.md)."""
-    return [p.relative_to(result.worktree).as_posix() for p in result.report_dir.glob("GATE*")]

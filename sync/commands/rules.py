@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from sync.commands.errors import guarded
 from sync.rules import RuleTableError, load_rules
 from sync.translator.check import check_tables
 
@@ -17,6 +18,7 @@ def register(app: typer.Typer) -> None:
     rules_app = typer.Typer(help="Inspect and validate the SGLang→vLLM rule tables.", no_args_is_help=True)
 
     @rules_app.command("check")
+    @guarded("rules check")
     def check(
         rules_dir: RulesDir = None,
         no_vllm: Annotated[
@@ -33,6 +35,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"rules check: {len(rules.rules)} rules, no problems (hash {rules.hash[:12]})")
 
     @rules_app.command("list")
+    @guarded("rules list")
     def list_rules(
         rules_dir: RulesDir = None,
         kind: Annotated[str | None, typer.Option("--kind", help="Only this kind of rule.")] = None,

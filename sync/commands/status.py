@@ -9,9 +9,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from sync.commands.errors import guarded
+
 
 def register(app: typer.Typer) -> None:
     @app.command("status")
+    @guarded("status")
     def status(
         worktree: Annotated[
             Path, typer.Option("--worktree", help="The sync worktree (default: here).")

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from sync.commands.errors import guarded
 from sync.rules import RuleSet, RuleTableError, load_rules
 from sync.translate import TreeResult, translate_tree
 from sync.translator.sources import SourceError, read_directory, read_git_tree
@@ -122,6 +123,7 @@ def write_report(result: TreeResult, path: Path, note: str) -> None:
 
 def register(app: typer.Typer) -> None:
     @app.command("translate")
+    @guarded("translate")
     def translate(
         src: Annotated[Path, typer.Argument(help="Upstream directory, or a git repository with --rev.")],
         out: Annotated[Path, typer.Option("--out", help="Directory to write the translated tree into.")],

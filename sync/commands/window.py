@@ -8,9 +8,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from sync.commands.errors import guarded
+
 
 def register(app: typer.Typer) -> None:
     @app.command("window")
+    @guarded("window")
     def window(
         upstream: Annotated[Path, typer.Option("--upstream", help="Path to a slime clone (bare or not).")],
         to_pr: Annotated[

@@ -1,31 +1,51 @@
 """``resolve``: apply the reviewers' decisions on the sync branch -> commit 2 with no markers left,
 record the decisions (keyed by conflict content) for later windows, then run the gate.
 
-Only the decisions document is trusted for *which* option; the hunk text always comes from the
-file itself (checked against the question's content key), so a stale decisions.json cannot
-write the wrong lines.
+A transaction, like ``window``: every answer is checked and every new file content computed in
+memory first (a stale hunk in the third of three files is refused before the first is written);
+then the files, the record and the commits are written, and on any exception, Ctrl-C or SIGTERM
+all of it is undone. The questions come from commit 1 (``decisions_doc``): the reviewer's file
+only answers them, and the hunk text always comes from the file itself (checked by content key).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-import shutil
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sync.decisions import RECORD_PATH, add_decisions, dump_recorded, load_recorded_file
+from sync.decisions import RECORD_PATH, add_decisions, dump_recorded, parse_recorded
 from sync.reports.questions import Question, expand_sites, settle_sites
+from sync.window.checks import git_common_dir
+from sync.window.decisions_doc import committed_decisions, load_decisions, merge_answers
 from sync.window.errors import SyncError
 from sync.window.gitio import GitError, git, git_text
 from sync.window.messages import resolve_message
 from sync.window.textmerge import count_markers, parse_hunks, replace_hunks
+from sync.window.transaction import Stage, Transaction, run_stages, transaction
 from sync.window.worktree import commit_paths
+
+__all__ = [
+    "AlreadyResolved",
+    "ResolveResult",
+    "find_report_dir",
+    "load_decisions",
+    "markers_left",
+    "resolve_branch",
+]
 
 HUNK_KINDS = ("conflict", "add_add")
 LINE_KINDS = ("unsupported", "unmapped", "parse_error")
+GateFn = Callable[[Path, Path], "bool | None"]
+
+
+class AlreadyResolved(SyncError):
+    """The window has its resolve commit (and its gate result); nothing to do."""
 
 
 @dataclass
@@ -37,6 +57,8 @@ class ResolveResult:
     markers_left: int
     recorded: int
     touched: list[str] = field(default_factory=list)
+    gate_passed: bool | None = None
+    gate_only: bool = False
 
 
 def find_report_dir(worktree: Path) -> Path:
@@ -52,7 +74,8 @@ def find_report_dir(worktree: Path) -> Path:
         raise SyncError(
             f"{worktree} is on branch {branch!r}, not a sync/slime-<from>-<to> branch; pass the sync worktree"
         )
-    report_dir = worktree / "reports" / m.group(1)
+    top = Path(git_text(worktree, "rev-parse", "--show-toplevel")).resolve()
+    report_dir = top / "reports" / m.group(1)
     if not (report_dir / "decisions.json").exists():
         raise SyncError(
             f"{report_dir}/decisions.json is missing; run `vime-sync window` to create the branch"
@@ -60,16 +83,21 @@ def find_report_dir(worktree: Path) -> Path:
     return report_dir
 
 
-def load_decisions(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SyncError(f"{path} is not readable JSON ({exc}); export it again from review.html") from exc
-    if doc.get("schema") != "vime-sync/decisions/v1":
-        raise SyncError(
-            f"{path}: schema {doc.get('schema')!r} is not vime-sync/decisions/v1; export it from review.html"
-        )
-    return doc
+def window_commits(worktree: Path, name: str) -> tuple[str, str | None]:
+    """This window's commit 1 (the 3-way merge) and its resolve commit, if any, on HEAD's history.
+
+    Only commits of *this* window count: an earlier window merged into main has its own."""
+    label = name.replace("slime-", "slime #").replace("-", "..#")
+    merge_subject, resolve_subject = f"sync({label}): 3-way merge", f"sync({label}): resolve"
+    log = git_text(worktree, "log", "--first-parent", "--format=%H%x00%s", "HEAD").splitlines()
+    resolved = None
+    for line in log:  # newest first
+        sha, _, subject = line.partition("\0")
+        if subject == resolve_subject and resolved is None:
+            resolved = sha
+        if subject == merge_subject:
+            return sha, resolved
+    raise SyncError(f"no `{merge_subject}` commit on this branch; recreate it with `vime-sync window`")
 
 
 def choose(questions: list[Question]) -> list[tuple[Question, str]]:
@@ -93,6 +121,23 @@ def choose(questions: list[Question]) -> list[tuple[Question, str]]:
     return chosen
 
 
+class Overlay:
+    """New file contents computed in memory (None: delete) over the worktree, before anything is written."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.changes: dict[str, bytes | None] = {}
+
+    def read(self, path: str) -> bytes | None:
+        if path in self.changes:
+            return self.changes[path]
+        target = self.root / path
+        return target.read_bytes() if target.is_file() else None
+
+    def write(self, path: str, data: bytes | None) -> None:
+        self.changes[path] = data
+
+
 def _edit_bytes(q: Question, like: bytes) -> bytes:
     data = (q.edit or "").encode("utf-8")
     if data and like.endswith(b"\n") and not data.endswith(b"\n"):
@@ -100,9 +145,12 @@ def _edit_bytes(q: Question, like: bytes) -> bytes:
     return data
 
 
-def _apply_hunks(worktree: Path, path: str, items: list[tuple[Question, str]]) -> None:
-    target = worktree / path
-    data = target.read_bytes()
+def _apply_hunks(files: Overlay, path: str, items: list[tuple[Question, str]]) -> None:
+    data = files.read(path)
+    if data is None:
+        raise SyncError(
+            f"{items[0][0].id}: {path} is missing from the worktree; restore it (git checkout HEAD -- {path})"
+        )
     size = items[0][0].marker_size
     hunks = {h.index: h for h in parse_hunks(data, size)}
     replacements: dict[int, bytes] = {}
@@ -115,29 +163,29 @@ def _apply_hunks(worktree: Path, path: str, items: list[tuple[Question, str]]) -
         replacements[h.index] = {
             "ours": h.ours, "theirs": h.theirs, "both": h.ours + h.theirs,
         }.get(decision) if decision != "edit" else _edit_bytes(q, h.ours or h.theirs)  # fmt: skip
-    target.write_bytes(replace_hunks(data, replacements, size))
+    files.write(path, replace_hunks(data, replacements, size))
 
 
-def _apply_file(worktree: Path, report_dir: Path, q: Question, decision: str) -> None:
-    target = worktree / q.file
+def _apply_file(files: Overlay, report_rel: str, q: Question, decision: str) -> None:
     if decision == "ours":
         return
     if decision == "edit":
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(_edit_bytes(q, b"\n"))
+        files.write(q.file, _edit_bytes(q, b"\n"))
         return
     if q.alternative:  # theirs: upstream's version, saved aside by the window
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes((report_dir / q.alternative).read_bytes())
-    elif target.exists():  # theirs of "deleted upstream": delete
-        target.unlink()
+        saved = files.read(f"{report_rel}/{q.alternative}")
+        if saved is None:
+            raise SyncError(f"{q.id}: {report_rel}/{q.alternative} is missing; restore it from commit 1")
+        files.write(q.file, saved)
+    elif files.read(q.file) is not None:  # theirs of "deleted upstream": delete
+        files.write(q.file, None)
 
 
-def _apply_line(worktree: Path, q: Question, decision: str) -> None:
+def _apply_line(files: Overlay, q: Question, decision: str) -> None:
     if decision == "keep":
         return
-    target = worktree / q.file
-    lines = target.read_bytes().splitlines(keepends=True)
+    data = files.read(q.file)
+    lines = (data or b"").splitlines(keepends=True)
     snippet = q.sides.get("theirs", "").rstrip("\n").encode("utf-8")
     where = [i for i, line in enumerate(lines) if line.rstrip(b"\r\n") == snippet]
     if not where:
@@ -146,93 +194,213 @@ def _apply_line(worktree: Path, q: Question, decision: str) -> None:
         )
     best = min(where, key=lambda i: abs(i + 1 - (q.lines[0] if q.lines else 0)))
     lines[best] = _edit_bytes(q, b"\n")
-    target.write_bytes(b"".join(lines))
+    files.write(q.file, b"".join(lines))
 
 
-def apply_decisions(worktree: Path, report_dir: Path, chosen: list[tuple[Question, str]]) -> list[str]:
-    """Apply every chosen option to the files of the worktree; return the paths touched."""
+def apply_decisions(files: Overlay, report_rel: str, chosen: list[tuple[Question, str]]) -> list[str]:
+    """Apply every chosen option to the overlay (nothing written yet); return the paths touched."""
     by_file: dict[str, list[tuple[Question, str]]] = {}
     for q, decision in chosen:
         if q.kind in HUNK_KINDS:
             by_file.setdefault(q.file, []).append((q, decision))
     for path, items in by_file.items():
-        _apply_hunks(worktree, path, items)
+        _apply_hunks(files, path, items)
     for q, decision in chosen:
         if q.kind not in HUNK_KINDS and q.kind not in LINE_KINDS:
-            _apply_file(worktree, report_dir, q, decision)
+            _apply_file(files, report_rel, q, decision)
     for q, decision in chosen:
         if q.kind in LINE_KINDS:
-            _apply_line(worktree, q, decision)
+            _apply_line(files, q, decision)
     return sorted({q.file for q, _ in chosen})
 
 
-def _restore(worktree: Path, paths: list[str]) -> None:
-    """Undo this run's edits to ``paths`` (back to HEAD), so a refused resolve changes nothing."""
-    tracked = set(git_text(worktree, "ls-files").splitlines())
-    back = [p for p in paths if p in tracked]
-    if back:
-        git(worktree, "checkout", "HEAD", "--", *back)
-    for p in paths:
-        if p not in tracked and (worktree / p).exists():
-            (worktree / p).unlink()
-
-
-def markers_left(worktree: Path, doc: dict[str, Any]) -> dict[str, int]:
+def markers_left(
+    worktree: Path, doc: dict[str, Any], read: Callable[[str], bytes | None] | None = None
+) -> dict[str, int]:
     """Conflict hunks still marked, per file that had markers in commit 1."""
+    read = read or (lambda p: (worktree / p).read_bytes() if (worktree / p).is_file() else None)
     left = {}
     for path, info in doc.get("files", {}).items():
-        if info.get("outcome") in HUNK_KINDS and (worktree / path).exists():
-            n = count_markers((worktree / path).read_bytes(), int(info.get("marker_size", 7)))
+        data = read(path) if info.get("outcome") in HUNK_KINDS else None
+        if data is not None:
+            n = count_markers(data, int(info.get("marker_size", 7)))
             if n:
                 left[path] = n
     return left
 
 
-def resolve_branch(worktree: Path, decisions: Path | None = None) -> ResolveResult:
-    """Apply decisions on the sync branch and commit them (commit 2); raise SyncError and change nothing on bad input."""
+@dataclass
+class ResolveRun:
+    """What the resolve stages share."""
+
+    worktree: Path
+    report_dir: Path
+    report_rel: str
+    doc: dict[str, Any]
+    questions: list[Question]
+    files: Overlay
+    chosen: list[tuple[Question, str]]
+    touched: list[str]
+    gate: GateFn | None
+    tx: Transaction | None = None
+    commit: str = ""
+    recorded: int = 0
+    gate_passed: bool | None = None
+
+
+def _write(tx: Transaction, target: Path, data: bytes | None) -> None:
+    """Write (or delete) one file, after registering how to put it back."""
+    old = target.read_bytes() if target.is_file() else None
+    mode = target.stat().st_mode if target.is_file() else None
+
+    def undo() -> None:
+        if old is None:
+            target.unlink(missing_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(old)
+            if mode is not None:
+                target.chmod(mode & 0o7777)
+
+    tx.undo(f"restore {target}", undo)
+    if data is None:
+        target.unlink(missing_ok=True)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():
+            target.unlink()
+        target.write_bytes(data)
+
+
+def _commit(run: ResolveRun, paths: list[str], message: str) -> str:
+    assert run.tx is not None
+    before = git_text(run.worktree, "rev-parse", "HEAD")
+    run.tx.undo(
+        f"reset the branch to {before[:10]}", lambda: git(run.worktree, "reset", "-q", "--mixed", before)
+    )
+    date = git_text(run.worktree, "log", "-1", "--format=%cd", "--date=raw")
+    return commit_paths(run.worktree, paths, message, date)
+
+
+def stage_apply(run: ResolveRun) -> None:
+    assert run.tx is not None
+    for path, data in sorted(run.files.changes.items()):
+        _write(run.tx, run.worktree / path, data)
+
+
+def stage_record(run: ResolveRun) -> None:
+    assert run.tx is not None
+    doc = run.doc
+    for q, decision in run.chosen:
+        q.decision = decision
+    settle_sites(run.questions, run.chosen)
+    doc["questions"] = [q.to_dict() for q in run.questions]
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    _write(run.tx, run.report_dir / "decisions.json", text.encode("utf-8"))
+    alternatives = run.report_dir / "alternatives"
+    if alternatives.is_dir():
+        for f in sorted(p for p in alternatives.rglob("*") if p.is_file() or p.is_symlink()):
+            _write(run.tx, f, None)
+        for d in sorted((p for p in alternatives.rglob("*") if p.is_dir()), reverse=True) + [alternatives]:
+            with contextlib.suppress(OSError):
+                d.rmdir()  # empty now (the undo of each file recreates its folders)
+    record_file = run.worktree / RECORD_PATH
+    before = record_file.read_text(encoding="utf-8") if record_file.is_file() else None
+    try:
+        recorded = parse_recorded(before) if before is not None else {}
+    except ValueError as exc:
+        raise SyncError(f"{RECORD_PATH} is unreadable ({exc}); fix or remove it") from None
+    answered = [q.to_dict() for q, _ in run.chosen]
+    recorded = add_decisions(recorded, answered, doc["window"]["name"].removeprefix("slime-"))
+    run.recorded = len(recorded)
+    _write(run.tx, record_file, dump_recorded(recorded))
+
+
+def stage_commit(run: ResolveRun) -> None:
+    applied = Counter(decision for _, decision in run.chosen)
+    paths = [*run.touched, RECORD_PATH, run.report_rel]
+    run.commit = _commit(run, paths, resolve_message(run.doc["window"]["name"], dict(applied), 0))
+
+
+def stage_gate(run: ResolveRun) -> None:
+    """Run the gate (when asked) and commit its report; a crash of the gate undoes the whole resolve."""
+    if run.gate is None:
+        return
+    assert run.tx is not None
+    for name in ("gate.json", "GATE.md"):
+        target = run.report_dir / name
+        _write(run.tx, target, target.read_bytes() if target.is_file() else None)  # snapshot only
+    run.gate_passed = run.gate(run.worktree, run.report_dir)
+    if run.gate_passed is None:
+        return
+    written = [p.relative_to(run.worktree).as_posix() for p in run.report_dir.glob("gate.json")]
+    written += [p.relative_to(run.worktree).as_posix() for p in run.report_dir.glob("GATE*")]
+    if written:
+        _commit(run, written, f"sync: gate {'passed' if run.gate_passed else 'failed'}\n")
+        run.commit = git_text(run.worktree, "rev-parse", "HEAD")
+
+
+RESOLVE_STAGES: list[Stage] = [
+    ("apply", stage_apply),
+    ("record", stage_record),
+    ("commit", stage_commit),
+    ("gate", stage_gate),
+]
+GATE_ONLY_STAGES: list[Stage] = [("gate", stage_gate)]
+
+
+def _check_clean(worktree: Path, report_rel: str) -> None:
+    dirty = git_text(worktree, "status", "--porcelain", "--untracked-files=no", "--", ".", f":!{report_rel}")
+    if dirty:
+        first = dirty.splitlines()[0][3:]
+        raise SyncError(
+            f"{worktree} has uncommitted changes ({first}); commit or discard them before resolve"
+        )
+
+
+def resolve_branch(
+    worktree: Path, decisions: Path | None = None, gate: GateFn | None = None
+) -> ResolveResult:
+    """Apply decisions on the sync branch, commit them (commit 2) and run ``gate``: all of it, or nothing.
+
+    Raises SyncError (nothing changed) on bad input; AlreadyResolved when there is nothing to do.
+    """
     worktree = Path(worktree).resolve()
     report_dir = find_report_dir(worktree)
-    doc = load_decisions(Path(decisions) if decisions else report_dir / "decisions.json")
-    if git_text(
-        worktree,
-        "status",
-        "--porcelain",
-        "--untracked-files=no",
-        "--",
-        ".",
-        f":!{report_dir.relative_to(worktree)}",
-    ):
-        raise SyncError(f"{worktree} has uncommitted changes; commit or discard them before resolve")
-    if not markers_left(worktree, doc) and "resolve" in git_text(worktree, "log", "-1", "--format=%s"):
-        raise SyncError(f"{worktree}: this window is already resolved (HEAD is the resolve commit)")
-    questions = [Question.from_dict(q) for q in doc.get("questions", [])]
-    chosen = choose(expand_sites(questions))  # a grouped question: one per site
-    touched = apply_decisions(worktree, report_dir, chosen)
-    left = markers_left(worktree, doc)
-    if left:
-        _restore(worktree, touched)
-        raise SyncError(
-            f"markers remain after resolve in {', '.join(sorted(left))}; an edited text kept markers: fix it"
+    worktree = report_dir.parents[1]
+    report_rel = report_dir.relative_to(worktree).as_posix()
+    with transaction(git_common_dir(worktree), "vime-sync resolve") as tx:
+        source = Path(decisions) if decisions else report_dir / "decisions.json"
+        answers = load_decisions(source)
+        name = answers["window"]["name"]
+        first, resolved = window_commits(worktree, report_dir.name)
+        trusted = committed_decisions(worktree, resolved or first, f"{report_rel}/decisions.json")
+        if resolved is not None:
+            gate_known = git(worktree, "ls-tree", "--name-only", "HEAD", f"{report_rel}/gate.json").strip()
+            if gate is None or gate_known:
+                raise AlreadyResolved(
+                    f"window {name} is already resolved (commit {resolved[:10]}); nothing to do"
+                )
+            run = ResolveRun(
+                worktree, report_dir, report_rel, trusted, [], Overlay(worktree), [], [], gate, tx
+            )
+            run_stages(tx, GATE_ONLY_STAGES, run)
+            head = git_text(worktree, "rev-parse", "HEAD")
+            return ResolveResult(worktree, report_dir, head, {}, 0, 0, [], run.gate_passed, gate_only=True)
+        _check_clean(worktree, report_rel)
+        questions = merge_answers(trusted, answers, str(source))
+        chosen = choose(expand_sites(questions))  # a grouped question: one per site
+        files = Overlay(worktree)
+        touched = apply_decisions(files, report_rel, chosen)
+        left = markers_left(worktree, trusted, files.read)
+        if left:
+            raise SyncError(
+                f"markers remain after resolve in {', '.join(sorted(left))}; answer every hunk there (an edited text "
+                "may keep markers): fix decisions.json"
+            )
+        run = ResolveRun(
+            worktree, report_dir, report_rel, trusted, questions, files, chosen, touched, gate, tx
         )
-    for q, decision in chosen:
-        q.decision = decision
-    settle_sites(questions, chosen)
-    doc["questions"] = [q.to_dict() for q in questions]
-    rel_report = report_dir.relative_to(worktree).as_posix()
-    (report_dir / "decisions.json").write_text(
-        json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    shutil.rmtree(report_dir / "alternatives", ignore_errors=True)
-    record_file = worktree / RECORD_PATH
-    recorded = add_decisions(
-        load_recorded_file(record_file),
-        [q.to_dict() for q, _ in chosen],
-        doc["window"]["name"].removeprefix("slime-"),
-    )
-    record_file.parent.mkdir(parents=True, exist_ok=True)
-    record_file.write_bytes(dump_recorded(recorded))
-    applied = Counter(decision for _, decision in chosen)
-    date = git_text(worktree, "log", "-1", "--format=%cd", "--date=raw")
-    paths = touched + [RECORD_PATH, rel_report]
-    sha = commit_paths(worktree, paths, resolve_message(doc["window"]["name"], dict(applied), 0), date)
-    return ResolveResult(worktree, report_dir, sha, dict(applied), 0, len(recorded), touched)
+        run_stages(tx, RESOLVE_STAGES, run)
+    applied = dict(Counter(decision for _, decision in chosen))
+    return ResolveResult(worktree, report_dir, run.commit, applied, 0, run.recorded, touched, run.gate_passed)

@@ -1,0 +1,91 @@
+"""One line per user-facing failure, and one exit code per class, for every vime-sync command.
+
+Exit codes: 0 done; 1 refused input or a failed check (the line names the thing and the fix);
+2 usage (click's own errors: unknown option, missing value); 3 an internal error (a bug: the line
+says so and ``--debug`` shows the traceback); 130 interrupted (Ctrl-C, SIGTERM), after the rollback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tomllib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+import typer
+
+from sync.window.errors import SyncError
+from sync.window.gitio import GitError
+
+REFUSED = 1
+USAGE = 2
+INTERNAL = 3
+INTERRUPTED = 130
+F = TypeVar("F", bound=Callable[..., Any])
+_STATE = {"debug": bool(os.environ.get("VIME_SYNC_DEBUG"))}
+
+
+def set_debug(on: bool) -> None:
+    _STATE["debug"] = _STATE["debug"] or on
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def describe(exc: BaseException) -> tuple[int, str]:
+    """The exit code and the one line for ``exc``."""
+    from sync.rules import RuleTableError
+
+    if isinstance(exc, SyncError | RuleTableError | GitError):
+        return REFUSED, _first_line(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return REFUSED, f"a file is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+    if isinstance(exc, tomllib.TOMLDecodeError):
+        return REFUSED, f"invalid TOML ({_first_line(exc)}); fix the syntax"
+    if isinstance(exc, PermissionError):
+        return REFUSED, f"permission denied: {exc.filename}; make it writable, or pass another path"
+    if isinstance(exc, FileNotFoundError):
+        return REFUSED, f"not found: {exc.filename}; check the path"
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return REFUSED, f"{exc.strerror or _first_line(exc)}{where}; check the path and free space"
+    if isinstance(exc, ValueError):
+        return REFUSED, _first_line(exc)
+    return (
+        INTERNAL,
+        f"internal error: {type(exc).__name__}: {_first_line(exc)} (run with --debug for the traceback)",
+    )
+
+
+def guarded(command: str) -> Callable[[F], F]:
+    """Wrap a command: any failure becomes ``vime-sync <command>: <one line>`` and its exit code."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except (typer.Exit, typer.Abort, click.exceptions.ClickException, click.exceptions.Exit):
+                raise
+            except KeyboardInterrupt as exc:
+                if _STATE["debug"]:
+                    raise
+                typer.echo(
+                    f"vime-sync {command}: interrupted ({_first_line(exc) or 'Ctrl-C'}); rolled back",
+                    err=True,
+                )
+                raise typer.Exit(INTERRUPTED) from None
+            except Exception as exc:
+                if _STATE["debug"]:
+                    raise
+                code, line = describe(exc)
+                typer.echo(f"vime-sync {command}: {line}", err=True)
+                raise typer.Exit(code) from None
+
+        return run  # type: ignore[return-value]
+
+    return wrap
