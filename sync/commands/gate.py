@@ -59,6 +59,42 @@ def default_report_dir(worktree: Path) -> Path:
     return windows[-1] if windows else reports / "gate"
 
 
+def _regressions(
+    console: Console,
+    worktree: Path,
+    report_dir: Path,
+    mapping: dict[str, list[int | str]],
+    before: str | None,
+) -> None:
+    """``--regressions``: new / fixed / pre-existing failures, each new one with its PR; exit 1 on new."""
+    import subprocess
+
+    from sync.gate.regression import regression_gate, write_regressions
+    from sync.gate.result import pr_label
+
+    with console.status("gate: starting") as status:
+        try:
+            result = regression_gate(worktree, before, mapping, on_step=lambda s: status.update(f"gate: {s}"))
+        except (ValueError, subprocess.CalledProcessError) as exc:
+            console.print(
+                f"vime-sync gate: {exc}; pass --before REV (the downstream before the window)", markup=False
+            )
+            raise typer.Exit(2) from None
+    write_regressions(result, report_dir)
+    for f in result.new:
+        console.print(
+            f"NEW {f.describe()} <- {', '.join(pr_label(p) for p in f.prs) or '?'}",
+            markup=False,
+            highlight=False,
+        )
+    console.print(
+        f"gate (regressions) {'PASSED' if result.passed else 'FAILED'}: {len(result.new)} new, {len(result.fixed)} fixed, "
+        f"{len(result.preexisting)} pre-existing; report: {report_dir / 'GATE.md'}",
+        markup=False,
+    )
+    raise typer.Exit(0 if result.passed else 1)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("gate")
     @guarded("gate")
@@ -70,6 +106,20 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option(help="Report directory for gate.json and GATE.md.")
         ] = None,
         file_prs: Annotated[Path | None, typer.Option(help="JSON {path: [PR, ...]} of the window.")] = None,
+        regressions: Annotated[
+            bool,
+            typer.Option(
+                "--regressions",
+                help="Fail only on what the window broke: compare with the tree before it, bisect per-PR commits.",
+            ),
+        ] = False,
+        before: Annotated[
+            str | None,
+            typer.Option(
+                "--before",
+                help="With --regressions: the tree before the window (default: the branch's base).",
+            ),
+        ] = None,
     ) -> None:
         """Static checks (compile, sglang imports, --vllm-* flags, conflict markers) and the hook contracts."""
         from sync.gate import GateConfigError, run_gate
@@ -85,6 +135,8 @@ def register(app: typer.Typer) -> None:
         except FilePRsError as exc:
             console.print(f"vime-sync gate: {exc}", markup=False)
             raise typer.Exit(2) from None
+        if regressions:
+            _regressions(console, worktree, report_dir, mapping, before)
         with console.status("gate: starting") as status:
             try:
                 result = run_gate(

@@ -1,0 +1,216 @@
+"""The gate in regression-only mode: fail on what the window broke, not on what was broken before.
+
+The same static checks run on the downstream as it was before the window (the sync branch's base)
+and on the sync worktree. A failure in both is pre-existing (kept as a count and a list); one only
+after the window is new, and its PR is found by bisecting the ``--per-pr`` commits of the branch
+(the first step whose tree has the failure); one only before is fixed. Failures are compared by
+check, files and message with line numbers left out, so a shifted line is still the same failure.
+Writes ``gate.json`` and ``GATE.md`` (verdict: passed when nothing is new).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sync.gate.config import load_gate_config
+from sync.gate.result import GateFailure, GateResult, pr_label, prs_for
+
+PER_PR_SUBJECT = re.compile(r"^sync\(slime #\d+\.\.#\d+\) \d+/\d+: (#(\d+)|([0-9a-f]{8})) ")
+_LINE = re.compile(r"\b(line|lines) \d+(\s*[-–]\s*\d+)?")
+
+Key = tuple[str, tuple[str, ...], str]
+Probe = Callable[[str], dict[Key, GateFailure]]
+
+
+def failure_key(f: GateFailure) -> Key:
+    return (f.check, tuple(sorted(f.files)), _LINE.sub(r"\1 N", f.message))
+
+
+@dataclass
+class Step:
+    """One ``--per-pr`` commit of the sync branch: the tree after upstream commit ``pr`` (in merge order)."""
+
+    pr: int | str
+    commit: str
+
+
+@dataclass
+class RegressionResult:
+    new: list[GateFailure] = field(default_factory=list)  # prs: the PR that introduced it (bisected)
+    fixed: list[GateFailure] = field(default_factory=list)
+    preexisting: list[GateFailure] = field(default_factory=list)
+    before: str = ""
+    probes: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.new
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": "regressions",
+            "passed": self.passed,
+            "before": self.before,
+            "new": [asdict(f) for f in self.new],
+            "fixed": [asdict(f) for f in self.fixed],
+            "preexisting_count": len(self.preexisting),
+            "preexisting": [asdict(f) for f in self.preexisting],
+            "probes": self.probes,
+            "notes": list(self.notes),
+        }
+
+
+def per_pr_steps(worktree: Path, before: str) -> list[Step]:
+    """The branch's per-PR commits after ``before``, oldest first (empty when the window ran without --per-pr)."""
+    out = subprocess.run(
+        ["git", "-C", str(worktree), "log", "--reverse", "--first-parent", "--format=%H%x00%s", f"{before}..HEAD"],
+        capture_output=True, check=True,
+    ).stdout.decode("utf-8", "replace")  # fmt: skip
+    steps = []
+    for line in out.splitlines():
+        sha, _, subject = line.partition("\0")
+        m = PER_PR_SUBJECT.match(subject)
+        if m:
+            steps.append(Step(int(m.group(2)) if m.group(2) else m.group(3), sha))
+    return steps
+
+
+def branch_base(worktree: Path) -> str:
+    """The downstream commit the sync branch started from: first parent of its first sync commit."""
+    out = subprocess.run(
+        ["git", "-C", str(worktree), "log", "--reverse", "--first-parent", "--format=%H%x00%s", "HEAD"],
+        capture_output=True, check=True,
+    ).stdout.decode("utf-8", "replace")  # fmt: skip
+    for line in out.splitlines():
+        sha, _, subject = line.partition("\0")
+        if subject.startswith("sync(slime #"):
+            return sha + "^"
+    raise ValueError(f"{worktree}: no sync commit on this branch; pass --before REV")
+
+
+@contextmanager
+def checkout(repo: Path, rev: str) -> Iterator[Path]:
+    """``rev``'s tree in a scratch folder (git archive: no worktree, no hooks, nothing left behind)."""
+    scratch = Path(tempfile.mkdtemp(prefix="vime-gate-"))
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(repo), "archive", "--format=tar", rev], capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(scratch)], input=archive.stdout, check=True)
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def static_probe(repo: Path, rules: Any = None) -> Probe:
+    """Run the static checks on the tree of a revision; failures by key."""
+    from sync.gate import run_static_checks
+
+    def probe(rev: str) -> dict[Key, GateFailure]:
+        with checkout(repo, rev) as tree:
+            result = GateResult()
+            run_static_checks(tree, {}, load_gate_config(tree), result, rules)
+        return {failure_key(f): f for f in result.failures}
+
+    return probe
+
+
+def bisect(steps: list[Step], key: Key, probe: Callable[[int], set[Key]]) -> Step | None:
+    """The first step whose tree has ``key`` (assumes once in, it stays: the usual bisection bet)."""
+    lo, hi = 0, len(steps) - 1
+    if hi < 0 or key not in probe(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if key in probe(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return steps[lo]
+
+
+def regression_gate(
+    worktree: Path,
+    before: str | None = None,
+    file_prs: dict[str, list[int | str]] | None = None,
+    *,
+    probe: Probe | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> RegressionResult:
+    """Compare the checks before the window with the worktree's HEAD; bisect each new failure."""
+    worktree = Path(worktree)
+    on_step = on_step or (lambda _s: None)
+    before = before or branch_base(worktree)
+    probe = probe or static_probe(worktree)
+    result = RegressionResult(before=before)
+    on_step(f"checks before the window ({before[:12]})")
+    old = probe(before)
+    on_step("checks after the window")
+    now = probe("HEAD")
+    result.probes = 2
+    steps = per_pr_steps(worktree, before)
+    seen: dict[int, set[Key]] = {}
+
+    def at(i: int) -> set[Key]:
+        if i not in seen:
+            on_step(f"bisect: step {i + 1}/{len(steps)} ({pr_label(steps[i].pr)})")
+            seen[i] = set(probe(steps[i].commit))
+            result.probes += 1
+        return seen[i]
+
+    if not steps:
+        result.notes.append("no --per-pr commits on this branch: new failures name the PRs of their files")
+    for key, f in sorted(now.items()):
+        if key in old:
+            result.preexisting.append(f)
+            continue
+        step = bisect(steps, key, at) if steps else None
+        if step is not None:
+            f.prs = [step.pr]
+        else:
+            f.prs = prs_for(f.files, file_prs or {})
+            if steps:
+                result.notes.append(
+                    f"{f.message}: not in any per-PR step (appeared in resolve); PRs of its files"
+                )
+        result.new.append(f)
+    result.fixed = [f for key, f in sorted(old.items()) if key not in now]
+    return result
+
+
+def render_regressions(r: RegressionResult) -> str:
+    verdict = "PASSED" if r.passed else f"FAILED ({len(r.new)} new failure(s))"
+    lines = [
+        f"## Gate (regressions only): {verdict}",
+        "",
+        f"Compared with the downstream before the window (`{r.before[:12]}`): {len(r.new)} new, "
+        f"{len(r.fixed)} fixed, {len(r.preexisting)} pre-existing; {r.probes} trees checked.",
+    ]
+    for title, items, with_pr in (("New (caused by the window)", r.new, True), ("Fixed by the window", r.fixed, False),
+                                  ("Pre-existing (not counted)", r.preexisting, False)):  # fmt: skip
+        if not items:
+            continue
+        lines += ["", f"### {title}", ""]
+        for f in items:
+            files = ", ".join(f"`{x}`" for x in f.files) or "-"
+            pr = f"; PR: {', '.join(pr_label(p) for p in f.prs) or 'unknown'}" if with_pr else ""
+            lines.append(f"- **{f.check}**: {f.message} ({files}{pr})")
+    if r.notes:
+        lines += ["", "### Notes", ""] + [f"- {n}" for n in r.notes]
+    return "\n".join(lines) + "\n"
+
+
+def write_regressions(r: RegressionResult, report_dir: Path) -> None:
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / "gate.json").write_text(json.dumps(r.to_dict(), indent=2) + "\n", encoding="utf-8")
+    (report_dir / "GATE.md").write_text(render_regressions(r), encoding="utf-8")
