@@ -53,11 +53,13 @@ def translate_file(path: str, data: bytes, rules: RuleSet) -> FileTranslation:
             new_text, applied, hits = translate_python(text, path, dst_path, rules_c)
         except (cst.ParserSyntaxError, RecursionError, UnicodeEncodeError) as error:
             parse_error = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else error!r}"
-            new_text, applied, hits = translate_text(text, path, rules_c)
+            # no rewrite at all: prose rules would change code they cannot tell from prose
+            # (``import sglang`` -> ``import vLLM``); the references stay listed as unmapped
+            new_text, applied, hits = text, [], []
     else:
         new_text, applied, hits = translate_text(text, path, rules_c)
     lines = new_text.split("\n")
-    all_hits = sorted(set(hits) | set(residual_hits(rules_c, lines)))
+    all_hits = sorted(set(hits) | set(residual_hits(rules_c, lines, path)))
     unmapped = unmapped_references(rules_c, path, lines, all_hits)
     return FileTranslation(
         src_path=path,

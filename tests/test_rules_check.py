@@ -105,12 +105,10 @@ def test_text_rule_shadowed_by_an_earlier_one_and_flag_name_disagreement(tmp_pat
             '[[rule]]\nid = "text.zz_router"\nfrom = "SGLang router"\nto = "vllm-router"\nstatus = "partial"\n'
             'contexts = ["markdown"]\nexample = "SGLang router"\nnote = "n"\n',
             "zz_names.toml": 'kind = "name"\n'
-            + RULE.format(
-                id="name.zz_router_ip", from_="sglang_router_ip", to="vllm_router_ip", status="full"
-            )
+            + RULE.format(id="name.zz_router_ip", from_="sglang_router_ip", to="router_ip", status="full")
             + 'match = "exact"\n',
         },
     )
     problems = check_tables(directory, check_imports=False)
     assert any("'text.zz_router' is shadowed by 'text.zz_any'" in p for p in problems)
-    assert any("'name.zz_router_ip' renames 'sglang_router_ip' to 'vllm_router_ip'" in p for p in problems)
+    assert any("'name.zz_router_ip' renames 'sglang_router_ip' to 'router_ip'" in p for p in problems)

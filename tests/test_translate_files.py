@@ -9,7 +9,7 @@ def test_shell_script_flags_launch_and_env():
     result = translate("scripts/run-qwen.sh", fixture("launch_upstream.sh"))
     out = text_of(result)
     assert "python -m vllm.entrypoints.openai.api_server --model-path" in out
-    assert "--vllm-gpu-memory-utilization 0.7 --router-ip 127.0.0.1" in out
+    assert "--vllm-gpu-memory-utilization 0.7 --vllm-router-ip 127.0.0.1" in out
     assert "--sglang-enable-deterministic-inference" in out  # unsupported: left
     assert "SGLANG_JIT_DEEPGEMM_PRECOMPILE" in out
     assert "https://docs.sglang.ai/backend/server_arguments.html" in out

@@ -18,6 +18,7 @@ from sync.translator.compiled import SGLANG_REFERENCE, CompiledRules
 from sync.translator.cst_base import PassContext, RecordingTransformer, line_map
 from sync.translator.model import Applied, Hit
 from sync.translator.narrow import Narrower
+from sync.translator.py_compat import CompatPass, compat_scope
 from sync.translator.py_imports import ImportPass, imports_from_ast, imports_from_text, scan_bindings
 from sync.translator.py_kwargs import KeywordPass
 from sync.translator.py_names import NamePass
@@ -29,10 +30,19 @@ from sync.translator.spans import group_first_lines, parse_ast, spans_by_codegen
 PassFactory = Callable[[PassContext], RecordingTransformer]
 
 
-def _passes(rules: CompiledRules, code: str, renamed: re.Pattern[str] | None) -> list[PassFactory]:
-    """The passes a statement needs, judged from its text (cheap; libcst visits are not)."""
+def _passes(
+    rules: CompiledRules, code: str, renamed: re.Pattern[str] | None, plugin: bool = False
+) -> list[PassFactory]:
+    """The passes a statement needs, judged from its text (cheap; libcst visits are not).
+
+    In a plugin file (``plugin``) SGLang's request/response shapes stay: its ``post`` import is
+    pointed at ``vime.compat`` instead (``py_compat``), before the import rules see it.
+    """
     chosen: list[PassFactory] = []
-    if rules.shape_trigger.search(code):
+    if plugin:
+        if "http_utils" in code and rules.import_trigger.search(code):
+            chosen.append(CompatPass)
+    elif rules.shape_trigger.search(code):
         chosen.append(ShapePass)
     if rules.kwarg_trigger is not None and rules.kwarg_trigger.search(code):
         chosen.append(KeywordPass)
@@ -134,8 +144,10 @@ class _Collector:
 
 
 def _runner(module: cst.Module, rules, source, renamed, context: PassContext, out: _Collector):
+    plugin = compat_scope(rules.rules).covers(context.path)
+
     def run(statement: cst.BaseStatement, first: int, last: int) -> cst.BaseStatement:
-        factories = _passes(rules, "".join(source[first - 1 : last]), renamed)
+        factories = _passes(rules, "".join(source[first - 1 : last]), renamed, plugin)
         if not factories:
             return statement
         return _run_passes(module, statement, factories, context, first, out.applied, out.hits)
@@ -230,6 +242,9 @@ def translate_python(
     if pieces is None:
         out = _Collector()
         pieces = _whole_module(text, tree, source, triggers, rules, renamed, context, out)
+    scope = compat_scope(rules.rules)
+    if scope.covers(path):  # SGLang's request/response idiom is served there by vime.compat
+        out.hits = [(rule_id, line) for rule_id, line in out.hits if rule_id not in scope.replaced]
     new_text = "".join(pieces) if (out.applied or out.hits) else text
     if new_text != text and not text.endswith(("\n", "\r")) and new_text.endswith(("\n", "\r")):
         new_text = new_text.rstrip("\r\n") if text.rstrip("\r\n") == text else new_text

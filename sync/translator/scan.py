@@ -13,6 +13,7 @@ from functools import cache
 from sync.rules import Rule
 from sync.translator.compiled import SGLANG_REFERENCE, CompiledRules
 from sync.translator.model import Hit, Ref
+from sync.translator.py_compat import compat_scope
 
 SNIPPET = 160
 
@@ -26,11 +27,19 @@ def _scan_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def residual_hits(rules: CompiledRules, lines: list[str]) -> list[Hit]:
-    """Hits of leave-code rules that declare a ``scan`` regex (shapes left in place)."""
+def residual_hits(rules: CompiledRules, lines: list[str], path: str | None = None) -> list[Hit]:
+    """Hits of leave-code rules that declare a ``scan`` regex (shapes left in place).
+
+    In a plugin file (``path`` in the compat scope) SGLang's shapes are left on purpose, served by
+    ``vime.compat``: the shape rules it replaces do not scan there.
+    """
+    scope = compat_scope(rules.rules)
+    skipped = scope.replaced if path is not None and scope.covers(path) else frozenset()
     found: list[Hit] = []
     scanners: list[tuple[Rule, re.Pattern[str]]] = [
-        (rule, _scan_regex(rule.extra["scan"])) for rule in rules.rules.rules if "scan" in rule.extra
+        (rule, _scan_regex(rule.extra["scan"]))
+        for rule in rules.rules.rules
+        if "scan" in rule.extra and rule.id not in skipped
     ]
     for rule, regex in scanners:
         for number, line in enumerate(lines, start=1):

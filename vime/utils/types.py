@@ -186,18 +186,32 @@ class Sample:
     # ----- writing -------------------------------------------------------------------------
     def append_response_tokens(
         self,
-        tokens: list[int],
+        args_or_tokens: Any = None,
         log_probs: list[float] | None = None,
         *,
+        tokens: list[int] | None = None,
         trainable: bool = True,
+        meta_info: dict | None = None,
         text: str | None = None,
+        update_terminal_info: bool = True,
     ) -> None:
         """Append response-side tokens keeping ``loss_mask`` and ``rollout_log_probs`` aligned.
 
         Model tokens pass ``trainable=True`` with their log probabilities; tool or environment
         tokens pass ``trainable=False`` and get loss-mask zeros and log probability 0.
+
+        Two spellings: vime's ``append_response_tokens(tokens, log_probs, ...)`` and slime's
+        ``append_response_tokens(args, tokens=..., log_probs=..., meta_info=...)`` (the keyword
+        ``tokens`` tells them apart), so plugins translated from slime call it unchanged.
+        ``meta_info`` is the engine's answer for these tokens: SGLang's ``meta_info`` (through
+        ``vime.compat``) or vLLM's ``choices[0]``; its finish reason sets ``status`` unless
+        ``update_terminal_info`` is False, and its weight version is recorded.
         """
+        if tokens is None:
+            tokens = args_or_tokens if args_or_tokens is not None else []
         tokens = [int(t) for t in tokens]
+        if log_probs is not None:
+            log_probs = [float(x) for x in log_probs]
         if log_probs is not None and len(log_probs) != len(tokens):
             raise ValueError(f"log_probs length {len(log_probs)} != tokens length {len(tokens)}")
         if not trainable:
@@ -218,8 +232,23 @@ class Sample:
                 if previous and trainable:
                     raise ValueError("cannot append log probabilities to a response that has none")
                 self.rollout_log_probs = [0.0] * previous
-            self.rollout_log_probs += [float(x) for x in log_probs]
+            self.rollout_log_probs += log_probs
+        if meta_info is not None:
+            self._apply_meta_info(meta_info, update_terminal_info=update_terminal_info)
         self.validate_lengths()
+
+    def _apply_meta_info(self, meta_info: dict, *, update_terminal_info: bool) -> None:
+        """Weight version, prefix-cache counts and finish reason of one engine answer (either shape)."""
+        versions = meta_info.get("weight_versions")  # vLLM: spans over the output tokens
+        if versions:
+            self.weight_versions.extend(str(span.get("version")) for span in versions)
+        elif meta_info.get("weight_version") is not None:  # SGLang: one version
+            self.weight_versions.append(str(meta_info["weight_version"]))
+        if "prompt_tokens" in meta_info:
+            self.prefix_cache_info.add(meta_info)
+        reason = meta_info.get("finish_reason")
+        if update_terminal_info and reason is not None:
+            self.apply_finish_reason(reason["type"] if isinstance(reason, dict) else reason)
 
     def apply_finish_reason(self, finish_reason: str | None) -> None:
         """Set ``status`` from vLLM's ``finish_reason`` (stop / length / abort); None leaves it."""
