@@ -53,9 +53,11 @@ def translate_file(path: str, data: bytes, rules: RuleSet) -> FileTranslation:
             new_text, applied, hits = translate_python(text, path, dst_path, rules_c)
         except (cst.ParserSyntaxError, RecursionError, UnicodeEncodeError) as error:
             parse_error = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else error!r}"
-            # no rewrite at all: prose rules would change code they cannot tell from prose
-            # (``import sglang`` -> ``import vLLM``); the references stay listed as unmapped
-            new_text, applied, hits = text, [], []
+            # a file that does not parse gets no rewrite: prose rules would change code they cannot
+            # tell from prose (``import sglang`` -> ``import vLLM``); its references stay unmapped.
+            # Undecodable bytes (valid code libcst cannot encode) still get the text rules.
+            keep = not isinstance(error, UnicodeEncodeError)
+            new_text, applied, hits = (text, [], []) if keep else translate_text(text, path, rules_c)
     else:
         new_text, applied, hits = translate_text(text, path, rules_c)
     lines = new_text.split("\n")

@@ -38,15 +38,31 @@ def test_requirements_router_renamed_engine_install_reported():
     assert "text.sglang_pip" in {hit.rule_id for hit in result.unsupported}
 
 
-def test_unparseable_python_gets_text_rules_and_a_parse_error():
+def test_unparseable_python_is_left_as_upstream_wrote_it_with_a_parse_error():
     result = translate("slime/utils/broken.py", fixture("broken_upstream.py.txt"))
     assert result.kind == "python"
     assert result.parse_error is not None and "ParserSyntaxError" in result.parse_error
     assert result.dst_path == "vime/utils/broken.py"
-    out = text_of(result)
-    assert '"/reset_prefix_cache"' in out  # text rules still applied
-    assert "def broken(:" in out  # nothing dropped
-    assert [(ref.line) for ref in result.unmapped] == [2]  # the import is not rewritten without a parse
+    # no rule can tell code from prose without a parse: nothing is rewritten, every reference is listed
+    assert result.data == fixture("broken_upstream.py.txt")
+    assert [a.rule_id for a in result.applied] == ["path.slime"]  # the path rule only
+    assert [(ref.line) for ref in result.unmapped] == [2]
+
+
+def test_unparseable_python_keeps_import_sglang_and_lists_it():
+    """Issue 11: prose rules rewrote ``import sglang`` to ``import vLLM`` and the line left the report."""
+    result = translate("slime/x.py", b"import sglang\n# sglang is fast\ndef f(:\n    pass\n")
+    assert result.data.startswith(b"import sglang\n")
+    assert [ref.line for ref in result.unmapped] == [1, 2]
+
+
+def test_sglang_name_beside_an_existing_vllm_name_is_not_merged_into_it():
+    """Issue 11: ``sglang_x`` and an existing ``vllm_x`` in one scope both became ``vllm_x``."""
+    result = translate("slime/x.py", b"sglang_url = 1\nvllm_url = 2\nprint(sglang_url, vllm_url)\n")
+    assert b"sglang_url = 1\nvllm_url = 2\nprint(sglang_url, vllm_url)" in result.data
+    assert {ref.line for ref in result.unmapped} == {1, 3}
+    alone = translate("slime/y.py", b"sglang_url = 1\nprint(sglang_url)\n")
+    assert alone.data == b"vllm_url = 1\nprint(vllm_url)\n"
 
 
 def test_binary_file_is_untouched_but_still_mapped():

@@ -32,6 +32,8 @@ class PassContext:
     path: str  # upstream path
     dst_path: str | None
     bindings: dict[str, tuple[str | None, Rule | None]] = field(default_factory=dict)
+    # every identifier-like word of the file: a rename onto one of them would merge two names
+    taken: frozenset[str] = frozenset()
 
 
 class RecordingTransformer(cst.CSTTransformer):

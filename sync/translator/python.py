@@ -232,8 +232,9 @@ def translate_python(
     tree = parse_ast(text)
     statements = imports_from_ast(tree) if tree is not None else imports_from_text(text)
     context = PassContext(
-        rules=rules, path=path, dst_path=dst_path, bindings=scan_bindings(statements, rules, path)
-    )
+        rules=rules, path=path, dst_path=dst_path, bindings=scan_bindings(statements, rules, path),
+        taken=frozenset(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)),
+    )  # fmt: skip
     renamed = _renamed_bindings(context)
     source = split_lines(text)
     triggers = _trigger_lines(text, rules, renamed)
