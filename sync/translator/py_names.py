@@ -38,7 +38,7 @@ class NamePass(RecordingTransformer):
             if rule.leaves_code:
                 self.hit(original_node, rule)
             return updated_node
-        if new in self.context.taken:  # ``sglang_x`` beside an existing ``vllm_x``: left, reported as unmapped
+        if new in self.context.taken:  # ``sglang_x`` beside an existing ``vllm_x``: left, and reported
             return updated_node
         self.applied(original_node, rule)
         return updated_node.with_changes(value=new)
