@@ -45,6 +45,8 @@ def translate_file(path: str, data: bytes, rules: RuleSet) -> FileTranslation:
     if is_binary(data):
         return FileTranslation(path, dst_path, data, "binary", applied=path_applied)
     text, _clean_utf8 = decode(data)
+    bom = "\ufeff" if text.startswith("\ufeff") else ""  # libcst would drop it: translate without, put back
+    text = text[len(bom) :]
     rules_c = compiled(rules)
     parse_error = None
     kind = "python" if path.endswith(".py") else "text"
@@ -66,7 +68,7 @@ def translate_file(path: str, data: bytes, rules: RuleSet) -> FileTranslation:
     return FileTranslation(
         src_path=path,
         dst_path=dst_path,
-        data=encode(new_text) if new_text != text else data,
+        data=encode(bom + new_text) if new_text != text else data,
         kind=kind,
         applied=path_applied + applied,
         unsupported=all_hits,

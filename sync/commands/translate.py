@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Annotated
 
@@ -21,17 +22,54 @@ console = Console(stderr=True)
 
 def fail(message: str) -> typer.Exit:
     typer.echo(f"vime-sync translate: {message}", err=True)
-    return typer.Exit(2)
+    return typer.Exit(1)
 
 
-def write_tree(result: TreeResult, out: Path) -> int:
+def executable_paths(src: Path, rev: str | None) -> set[str]:
+    """Source paths with the executable bit (mode 100755 in git, any x bit on disk)."""
+    if rev:
+        out = subprocess.run(
+            ["git", "-C", str(src), "ls-tree", "-r", "-z", "--full-tree", rev],
+            capture_output=True,
+            check=False,
+        ).stdout
+        return {
+            rec.partition(b"\t")[2].decode("utf-8", "surrogateescape")
+            for rec in out.split(b"\0")
+            if rec.startswith(b"100755 ")
+        }
+    return {
+        p.relative_to(src).as_posix()
+        for p in src.rglob("*")
+        if p.is_file() and not p.is_symlink() and p.stat().st_mode & 0o111
+    }
+
+
+def check_targets(result: TreeResult, out: Path) -> None:
+    """Refuse, before writing anything, a target whose folder leads outside ``--out`` through a symlink."""
+    root = out.resolve()
+    for item in result.files:
+        if item.dst_path is None:
+            continue
+        target = out / item.dst_path
+        if root not in target.parent.resolve().parents and target.parent.resolve() != root:
+            raise fail(
+                f"--out {out}: {item.dst_path} would be written outside it (a symlinked folder); remove the link"
+            )
+
+
+def write_tree(result: TreeResult, out: Path, executable: set[str] = frozenset()) -> int:  # type: ignore[assignment]
+    """Write every mirrored file; a symlink in the way is replaced, never written through."""
     written = 0
     for item in result.files:
         if item.dst_path is None:
             continue
         target = out / item.dst_path
         target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():
+            target.unlink()
         target.write_bytes(item.data)
+        target.chmod(0o755 if item.src_path in executable else 0o644)
         written += 1
     return written
 
@@ -173,7 +211,8 @@ def register(app: typer.Typer) -> None:
         conformance_note = "conformance check skipped (--no-conformance)"
         if not no_conformance:
             result, conformance_note = run_conformance(result, rules)
-        written = write_tree(result, out)
+        check_targets(result, out)
+        written = write_tree(result, out, executable_paths(src, rev))
         console.print(summary_table(result, show_rules=stats))
         console.print(conformance_note, markup=False, highlight=False)
         if stats:
