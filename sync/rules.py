@@ -222,10 +222,16 @@ def read_table(path: Path) -> tuple[str, list[Rule], dict[str, Any]]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as error:
         raise RuleTableError(f"{path.name}: not valid TOML ({error}); fix the syntax") from None
+    except UnicodeDecodeError:
+        raise RuleTableError(f"{path.name}: not UTF-8 text; save the table as UTF-8") from None
     kind = data.get("kind")
     if kind not in KINDS:
         raise RuleTableError(f"{path.name}: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
     rows = data.get("rule", [])
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise RuleTableError(
+            f"{path.name}: 'rule' must be a list of [[rule]] tables, not {rows!r:.40}; fix the table"
+        )
     settings = {key: value for key, value in data.items() if key not in ("kind", "rule")}
     return kind, [_rule_from_row(row, kind, path.name) for row in rows], settings
 

@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
             rules = load_rules(rules_dir)
         except RuleTableError as error:
             typer.echo(f"vime-sync rules: {error}", err=True)
-            raise typer.Exit(2) from None
+            raise typer.Exit(1) from None
         typer.echo(f"# {len(rules.rules)} rules, hash {rules.hash[:12]}: id, kind, status, from -> to")
         for rule in rules.rules:
             if kind is None or rule.kind == kind:
