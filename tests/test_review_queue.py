@@ -1,0 +1,328 @@
+"""Issue 13: a review queue a person clears quickly, on small real git histories (stand-in translator
+from window_helpers for the merge machinery; the real gate checks and real git throughout).
+
+Grouped questions and per-site decisions, per-hunk provenance across several PRs touching one file,
+the regression-only gate naming the PR by bisection, the ledger across two windows, owned / mapped /
+ignored / never-present paths, and windows given by commit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+from window_helpers import FakeRules, commit, fake_translate, git, init_repo
+
+from sync.cli import app
+from sync.gate.regression import regression_gate
+from sync.ledger import fill_downstream, load_ledger, where_is
+from sync.window import SyncError, run_window
+from sync.window.history import WindowError, window_by_commit
+from sync.window.resolve import resolve_branch
+
+LONG = "".join(f"V{i} = {i}\n" for i in range(1, 31))  # 30 lines: far-apart edits merge as separate hunks
+
+
+def _pair(root: Path, base: dict[str, str], edits: dict[str, str | None] | None = None) -> tuple[Path, Path]:
+    """Upstream with ``base`` at PR #1; downstream = its fake translation (+ ``edits``)."""
+    up = init_repo(root / "up")
+    commit(up, "base (#1)", base)
+    down = init_repo(root / "down")
+    files = {}
+    for rel, text in base.items():
+        t = fake_translate(rel, text.encode(), FakeRules())
+        if t.dst_path:
+            files[t.dst_path] = t.data
+    commit(down, "vime at slime #1", files)
+    if edits:
+        commit(down, "vime edits", edits)
+    return up, down
+
+
+def _window(up: Path, down: Path, to_pr: int, from_pr: int | None = None, **kw):
+    return run_window(
+        up, down, to_pr=to_pr, from_pr=from_pr, rules=FakeRules(), translate_fn=fake_translate, **kw
+    )
+
+
+def _answer(result, fn) -> None:
+    path = result.report_dir / "decisions.json"
+    doc = json.loads(path.read_text())
+    for q in doc["questions"]:
+        fn(q)
+    path.write_text(json.dumps(doc, indent=2))
+
+
+def _merge(down: Path, result) -> None:
+    git(down, "worktree", "remove", "--force", str(result.worktree))
+    git(down, "merge", "-q", "--no-ff", "-m", f"merge {result.branch}", result.branch)
+
+
+# --- grouping and per-site decisions -------------------------------------------------------------
+
+
+def test_one_question_per_rule_and_reference_with_every_site_and_per_site_decisions(tmp_path):
+    up, down = _pair(tmp_path, {"slime/a.py": "A = 1\n", "slime/b.py": "B = 1\n"})
+    commit(up, "weights (#2)", {"slime/a.py": "A = 1\nW = pull_weights()\nK = sgl_kernel.op\n"})
+    commit(up, "more weights (#3)", {"slime/b.py": "B = 1\nW2 = pull_weights(2)\nW3 = pull_weights(3)\n"})
+    result = _window(up, down, 3, 2)
+    kinds = [q.kind for q in result.questions]
+    assert kinds == ["unsupported", "unmapped"]  # 3 hits and 1 reference: 2 questions, not 4
+    hits = result.questions[0]
+    assert [(s["file"], s["lines"][0], s["prs"]) for s in hits.sites] == [
+        ("vime/a.py", 2, [2]), ("vime/b.py", 2, [3]), ("vime/b.py", 3, [3]),
+    ]  # fmt: skip
+    assert hits.prs == [2, 3] and hits.default == "keep" and hits.tier == "Confirm"
+    text = (result.report_dir / "QUESTIONS.md").read_text()
+    assert "`vime/b.py:3` (#3)" in text and "3 sites in 2 files" in text
+
+    # the group's default applies to all sites, one site gets its own edit
+    def answer(q):
+        if q["kind"] == "unsupported":
+            q["sites"][1]["decision"], q["sites"][1]["edit"] = "edit", "W2 = None  # ported by hand"
+
+    _answer(result, answer)
+    resolve_branch(result.worktree)
+    wt = result.worktree
+    assert (wt / "vime/b.py").read_text() == "B = 1\nW2 = None  # ported by hand\nW3 = pull_weights(3)\n"
+    assert (wt / "vime/a.py").read_text() == "A = 1\nW = pull_weights()\nK = sgl_kernel.op\n"
+    recorded = json.loads((wt / ".vime-sync/decisions.json").read_text())["decisions"]
+    assert sorted(r["decision"] for r in recorded.values()) == ["edit", "keep", "keep", "keep"]  # per site
+
+    # next window: the same hit in another file is settled per site; a new one keeps the group open
+    _merge(down, result)
+    commit(up, "copy (#4)", {"slime/c.py": "W = pull_weights()\nW4 = pull_weights(4)\n"})
+    second = _window(up, down, 4)
+    [group] = second.questions
+    assert [s.get("recorded_in") for s in group.sites] == ["2-3", None]
+    assert group.tier == "Confirm" and "1 of the sites have a recorded decision" in group.summary
+
+
+def test_a_group_whose_every_site_is_recorded_is_settled(tmp_path):
+    up, down = _pair(tmp_path, {"slime/a.py": "A = 1\n"})
+    commit(up, "w (#2)", {"slime/a.py": "A = 1\nW = pull_weights()\n"})
+    first = _window(up, down, 2, 2)
+    resolve_branch(first.worktree)
+    _merge(down, first)
+    commit(up, "w again (#3)", {"slime/z.py": "W = pull_weights()\n"})
+    [q] = _window(up, down, 3).questions
+    assert q.tier == "Settled" and q.decision == "keep"
+
+
+# --- per-hunk provenance ---------------------------------------------------------------------------
+
+
+def test_each_conflict_hunk_names_the_prs_behind_it_not_the_files(tmp_path):
+    up, down = _pair(
+        tmp_path,
+        {"slime/m.py": LONG},
+        {"vime/m.py": LONG.replace("V5 = 5", "V5 = 'vime'").replace("V25 = 25", "V25 = 'vime'")},
+    )
+    commit(up, "top (#2)", {"slime/m.py": LONG.replace("V5 = 5", "V5 = 'up'")})
+    commit(
+        up,
+        "middle (#3)",
+        {"slime/m.py": LONG.replace("V5 = 5", "V5 = 'up'").replace("V15 = 15", "V15 = 'up'")},
+    )
+    commit(up, "bottom (#4)", {"slime/m.py": LONG.replace("V5 = 5", "V5 = 'up'").replace("V15 = 15", "V15 = 'up'")
+                               .replace("V25 = 25", "V25 = 'up'")})  # fmt: skip
+    result = _window(up, down, 4, 2)
+    hunks = [q for q in result.questions if q.kind == "conflict"]
+    assert [(q.sides["theirs"], q.prs) for q in hunks] == [("V5 = 'up'\n", [2]), ("V25 = 'up'\n", [4])]
+    doc = json.loads((result.report_dir / "decisions.json").read_text())
+    assert doc["files"]["vime/m.py"]["prs"] == [2, 3, 4]  # the file: every PR; the hunks: their own
+    regions = doc["files"]["vime/m.py"]["regions"]
+    assert {"lines": [15, 15], "prs": [3]} in regions
+    page = (result.report_dir / "review.html").read_text()
+    assert '"prs": [4]' in page or '"prs":[4]' in page
+
+
+def test_a_hunk_where_upstream_deleted_lines_names_the_deleting_pr(tmp_path):
+    up, down = _pair(tmp_path, {"slime/m.py": LONG}, {"vime/m.py": LONG.replace("V20 = 20", "V20 = 'vime'")})
+    commit(up, "unrelated (#2)", {"slime/m.py": LONG.replace("V2 = 2", "V2 = 'up'")})
+    commit(up, "drop (#3)", {"slime/m.py": LONG.replace("V2 = 2", "V2 = 'up'").replace("V20 = 20\n", "")})
+    [q] = [q for q in _window(up, down, 3, 2).questions if q.kind == "conflict"]
+    assert q.sides["theirs"] == "" and q.prs == [3]
+
+
+# --- the regression-only gate ----------------------------------------------------------------------
+
+
+def test_regression_gate_reports_new_fixed_and_preexisting_and_bisects_the_pr(tmp_path):
+    base = {"slime/ok.py": "OK = 1\n", "slime/old_bad.py": "def old(:\n", "slime/fix_me.py": "def f(:\n"}
+    up, down = _pair(tmp_path, base)
+    commit(up, "fine (#2)", {"slime/ok.py": "OK = 2\n"})
+    commit(up, "breaks (#3)", {"slime/new.py": "def broken(:\n    pass\n"})
+    commit(up, "fixes (#4)", {"slime/fix_me.py": "def f():\n    pass\n"})
+    commit(up, "fine again (#5)", {"slime/ok.py": "OK = 3\n"})
+    result = _window(up, down, 5, 2, per_pr=True)
+    resolve_branch(result.worktree)
+    r = regression_gate(result.worktree, file_prs=result.window.prs_by_file())
+    assert [(f.check, f.files, f.prs) for f in r.new] == [("compile", ["vime/new.py"], [3])]
+    assert [f.files for f in r.fixed] == [["vime/fix_me.py"]]
+    assert [f.files for f in r.preexisting] == [["vime/old_bad.py"]]
+    assert not r.passed and r.probes <= 2 + 3  # before, after, and a bisection over 4 steps
+
+    runner = CliRunner()
+    out = runner.invoke(app, ["gate", "--worktree", str(result.worktree), "--regressions"])
+    assert out.exit_code == 1, out.output
+    assert "1 new, 1 fixed, 1 pre-existing" in out.output
+    md = (result.report_dir / "GATE.md").read_text()
+    assert "PR: #3" in md and "Pre-existing" in md
+
+
+def test_regression_gate_passes_when_only_old_failures_remain(tmp_path):
+    up, down = _pair(tmp_path, {"slime/old_bad.py": "def old(:\n", "slime/ok.py": "OK = 1\n"})
+    commit(up, "fine (#2)", {"slime/ok.py": "OK = 2\n"})
+    result = _window(up, down, 2, 2)
+    resolve_branch(result.worktree)
+    r = regression_gate(result.worktree)
+    assert r.passed and len(r.preexisting) == 1 and "no --per-pr commits" in r.notes[0]
+
+
+# --- the ledger ------------------------------------------------------------------------------------
+
+
+def test_ledger_across_two_windows_and_where_is_pr(tmp_path):
+    up, down = _pair(tmp_path, {"slime/a.py": "A = 1\n", ".github/ci.yml": "on: push\n"})
+    commit(up, "feature (#2)", {"slime/a.py": "A = 2\n"})
+    commit(up, "ci only (#3)", {".github/ci.yml": "on: [push]\n"})
+    commit(up, "direct push", {"slime/b.py": "B = 1\n"})
+    first = _window(up, down, 3, 2)
+    resolve_branch(first.worktree)
+    _merge(down, first)
+    commit(up, "later (#5)", {"slime/a.py": "A = 3\n"})
+    commit(up, "noop (#4)", {"slime/a.py": "A = 3\n"})
+    second = _window(up, down, 4, per_pr=True)
+    rows = fill_downstream(second.worktree, load_ledger(second.worktree))
+    assert [(r.label, r.window, r.disposition) for r in rows] == [
+        ("#2", "slime-2-3", "mirrored"), ("#3", "slime-2-3", "not_mirrored"),
+        (rows[2].sha[:8], "slime-4-4", "mirrored"), ("#5", "slime-4-4", "mirrored"), ("#4", "slime-4-4", "empty"),
+    ]  # fmt: skip
+    assert rows[0].downstream == first.commits[0]  # commit 1 of window 1 took it
+    assert rows[3].downstream == second.commits[1]  # its per-PR commit (step 2, after the direct push)
+    ledger_text = (second.worktree / ".vime-sync/ledger").read_text()
+    assert len(ledger_text.splitlines()) == 1 + 5 and "\t" in ledger_text
+    assert "## slime-4-4" in (second.worktree / ".vime-sync/LEDGER.md").read_text()
+    assert "window slime-2-3, not_mirrored" in where_is(rows, 3)
+
+    runner = CliRunner()
+    out = runner.invoke(app, ["ledger", "--downstream", str(second.worktree), "--pr", "5"])
+    assert out.exit_code == 0 and "window slime-4-4, mirrored" in out.output
+    out = runner.invoke(app, ["ledger", "--downstream", str(second.worktree), "--pr", "99"])
+    assert out.exit_code == 1 and "in no synced window" in out.output
+    out = runner.invoke(app, ["ledger", "--downstream", str(second.worktree), "--mark", "3", "--disposition",
+                              "excluded", "--reason", "CI is ours"])  # fmt: skip
+    assert out.exit_code == 0
+    assert "excluded\t" in (second.worktree / ".vime-sync/ledger").read_text()
+
+
+# --- layout: owned, mapped, ignored and never-present paths -----------------------------------------
+
+LAYOUT = """kind = "layout"
+[paths]
+"slime/own.py" = "owned"
+"slime/moved.py" = "vime/elsewhere.py"
+"docs/zh/" = "ignore"
+"""
+
+
+def test_owned_never_present_mapped_and_ignored_paths(tmp_path):
+    base = {
+        "slime/own.py": "O = 1\n",
+        "slime/moved.py": "M = 1\n",
+        "slime/gone.py": "G = 1\n",
+        "docs/zh/a.md": "zh\n",
+    }
+    up, down = _pair(tmp_path, base)
+    git(down, "mv", "vime/moved.py", "vime/elsewhere.py")
+    commit(down, "vime layout", {"translations/layout.toml": LAYOUT, "vime/own.py": "O = 'vime own'\n",
+                                 "vime/gone.py": None})  # fmt: skip
+    commit(up, "changes (#2)", {"slime/own.py": "O = 2\n", "slime/moved.py": "M = 2\n", "docs/zh/a.md": "zh 2\n",
+                                "slime/never.py": "N = 1\n"})  # fmt: skip
+    commit(up, "touch a file vime deleted (#3)", {"slime/gone.py": "G = 2\n"})
+    result = _window(up, down, 3, 2)
+    by_path = {o.path: o.outcome for o in result.outcomes}
+    assert by_path["vime/own.py"] == "port"  # owned: nothing lands
+    assert by_path["vime/elsewhere.py"] == "theirs"  # mapped: merged at the downstream's path
+    assert by_path["docs/zh/a.md"] == "not_mirrored"
+    assert by_path["vime/never.py"] == "new"  # added upstream: new, as before
+    assert by_path["vime/gone.py"] == "modify_delete"  # deleted by the downstream on purpose: asked as before
+    wt = result.worktree
+    assert (wt / "vime/own.py").read_text() == "O = 'vime own'\n" and (
+        wt / "vime/elsewhere.py"
+    ).read_text() == "M = 2\n"
+    ports = [q for q in result.questions if q.kind == "port"]
+    assert [q.file for q in ports] == ["vime/own.py"]
+    diff = (result.report_dir / "ports/vime/own.py.diff").read_text()
+    assert "-O = 1\n+O = 2\n" in diff and ports[0].default == "ours" and ports[0].tier == "Confirm"
+    _answer(result, lambda q: q.update(decision="theirs") if q["kind"] == "port" else None)
+    resolve_branch(wt)
+    assert (wt / "vime/own.py").read_text() == "O = 2\n"  # adopted on request
+
+
+def test_a_change_to_a_file_the_downstream_never_had_is_a_port_request(tmp_path):
+    up = init_repo(tmp_path / "up")
+    commit(up, "base (#1)", {"slime/a.py": "A = 1\n", "slime/theirs_only.py": "T = 1\n"})
+    down = init_repo(tmp_path / "down")
+    commit(down, "a vime made by hand", {"vime/a.py": "A = 1\n"})
+    commit(up, "change (#2)", {"slime/theirs_only.py": "T = 2\n"})
+    result = _window(up, down, 2, 2)
+    [out] = result.outcomes
+    assert out.outcome == "port" and not (result.worktree / "vime/theirs_only.py").exists()
+    assert [q.kind for q in result.questions] == ["port"]
+
+
+def test_layout_default_port_lands_nothing(tmp_path):
+    up, down = _pair(tmp_path, {"slime/a.py": "A = 1\n"})
+    commit(down, "layout", {"translations/layout.toml": 'kind = "layout"\ndefault = "port"\n'})
+    commit(up, "change and add (#2)", {"slime/a.py": "A = 2\n", "slime/b.py": "B = 1\n"})
+    result = _window(up, down, 2, 2)
+    assert sorted(o.outcome for o in result.outcomes) == ["port", "port"]
+    assert git(result.worktree, "diff", "--stat", "HEAD~1", "--", "vime") == ""
+
+
+def test_a_bad_layout_is_one_clear_error_and_changes_nothing(tmp_path):
+    up, down = _pair(tmp_path, {"slime/a.py": "A = 1\n"})
+    commit(down, "layout", {"translations/layout.toml": 'kind = "layout"\n[paths]\n"slime/a.py" = 3\n'})
+    commit(up, "change (#2)", {"slime/a.py": "A = 2\n"})
+    with pytest.raises((SyncError, ValueError), match=r"layout.toml: \[paths\] 'slime/a.py' must be"):
+        _window(up, down, 2, 2)
+    assert git(down, "branch", "--list", "sync/*") == ""
+
+
+# --- windows by commit -----------------------------------------------------------------------------
+
+
+def test_window_by_commit_when_pr_numbers_do_not_follow_merge_order(tmp_path):
+    up, down = _pair(tmp_path, {"slime/a.py": "A = 1\n"})
+    first = commit(up, "late number (#9)", {"slime/a.py": "A = 2\n"})
+    commit(up, "direct push", {"slime/b.py": "B = 1\n"})
+    tip = commit(up, "early number (#5)", {"slime/a.py": "A = 3\n"})
+    commit(up, "after (#10)", {"slime/a.py": "A = 4\n"})
+    to_pr, from_pr, cutoff = window_by_commit(up, tip, first)
+    assert (to_pr, from_pr) == (5, 2) and cutoff == git(up, "rev-parse", f"{first}~1")
+    result = _window(up, down, to_pr, from_pr, cutoff=cutoff)
+    assert [c.pr for c in result.window.commits] == [9, None, 5]
+    assert (result.worktree / "vime/a.py").read_text() == "A = 3\n"
+    with pytest.raises(WindowError, match="carries no PR number"):
+        window_by_commit(up, f"{tip}~1")
+    with pytest.raises(WindowError, match="is not a commit"):
+        window_by_commit(up, "deadbeef" * 5)
+
+
+def test_window_cli_by_commit_refuses_mixed_forms_in_one_line(tmp_path):
+    up, down = _pair(tmp_path, {"slime/a.py": "A = 1\n"})
+    tip = commit(up, "x (#2)", {"slime/a.py": "A = 2\n"})
+    runner = CliRunner()
+    args = ["window", "--upstream", str(up), "--downstream", str(down)]
+    out = runner.invoke(app, [*args, "--to", "2", "--to-commit", tip])
+    assert out.exit_code == 1 and "not both" in out.output and "Traceback" not in out.output
+    out = runner.invoke(app, [*args, "--to-commit", "nope"])
+    assert out.exit_code == 1 and "--to-commit 'nope' is not a commit" in out.output
+    assert (
+        subprocess.run(["git", "-C", str(down), "branch", "--list", "sync/*"], capture_output=True).stdout
+        == b""
+    )
