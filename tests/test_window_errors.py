@@ -102,6 +102,12 @@ def test_unreadable_state_file_and_missing_cutoff(sc):
         run_window(sc.upstream, sc.downstream, to_pr=14, rules=FakeRules(), translate_fn=fake_translate)
     commit(sc.downstream, "broken state", {".vime-sync/state.toml": "[last_sync]\ncutoff = 1\n"})
     with pytest.raises(
-        SyncError, match=r"\.vime-sync/state\.toml is unreadable .*; fix or delete it and pass --from"
+        SyncError,
+        match=r"\.vime-sync/state\.toml \(committed at HEAD\) is unreadable .*; fix it, or pass --from",
     ):
         run_window(sc.upstream, sc.downstream, to_pr=14, rules=FakeRules(), translate_fn=fake_translate)
+    # issue 11: the advice works: --from gets past a broken state file, and commit 1 writes a good one
+    result = run_window(
+        sc.upstream, sc.downstream, to_pr=14, from_pr=11, rules=FakeRules(), translate_fn=fake_translate
+    )
+    assert "last_pr = 14" in (result.worktree / ".vime-sync/state.toml").read_text()

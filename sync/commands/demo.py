@@ -28,11 +28,16 @@ def register(app: typer.Typer) -> None:
         from sync.window import print_summary, run_window
 
         console = Console()
+        if directory is not None and directory.exists() and not directory.is_dir():
+            typer.echo(
+                f"vime-sync demo: --dir {directory} is a file; pass a new or empty directory", err=True
+            )
+            raise typer.Exit(1)
         dest = directory or Path(tempfile.mkdtemp(prefix="vime-sync-demo-"))
         try:
             repos = build_demo(dest)
-        except (FileExistsError, ValueError) as error:
-            console.print(f"[red]vime-sync demo: {error}[/red]")
+        except (FileExistsError, NotADirectoryError, ValueError) as error:
+            typer.echo(f"vime-sync demo: {error}", err=True)
             raise typer.Exit(1) from None
         console.print(
             f"[bold]Demo repositories[/bold]: upstream {repos.upstream}  downstream {repos.downstream}"

@@ -190,7 +190,10 @@ def prepare(
     try:
         state = read_state(downstream)
     except ValueError as exc:
-        raise SyncError(str(exc)) from exc
+        if from_pr is None and cutoff is None:
+            raise SyncError(str(exc)) from exc
+        console.print(f"[yellow]{exc}: going by --from/--cutoff; commit 1 writes a new one[/yellow]")
+        state = None
     if from_pr is None and cutoff is None and state is not None:
         cutoff, from_pr = state.cutoff, state.last_pr + 1
     with stage(console, "window") as found:

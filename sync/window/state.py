@@ -40,17 +40,30 @@ class SyncState:
 
     @classmethod
     def from_toml(cls, text: str) -> SyncState:
-        data = tomllib.loads(text)["last_sync"]
-        return cls(str(data["cutoff"]), int(data["last_pr"]), str(data["rules_hash"]), data.get("from_pr"))
+        data = tomllib.loads(text).get("last_sync")
+        if not isinstance(data, dict):
+            raise ValueError("it has no [last_sync] table")
+        fields = {"cutoff": str, "last_pr": int, "rules_hash": str}
+        for name, kind in fields.items():
+            if not isinstance(data.get(name), kind) or isinstance(data.get(name), bool):
+                raise ValueError(f"last_sync.{name} must be a {kind.__name__}, not {data.get(name)!r:.40}")
+        from_pr = data.get("from_pr")
+        if from_pr is not None and (not isinstance(from_pr, int) or isinstance(from_pr, bool)):
+            raise ValueError(f"last_sync.from_pr must be an int, not {from_pr!r:.40}")
+        return cls(data["cutoff"], data["last_pr"], data["rules_hash"], from_pr)
 
 
 def read_state(downstream: Path, rev: str = "HEAD") -> SyncState | None:
     """The state committed at ``rev`` of the downstream, or None before the first sync."""
     try:
-        text = git(downstream, "show", f"{rev}:{STATE_PATH}").decode()
+        raw = git(downstream, "show", f"{rev}:{STATE_PATH}")
     except GitError:
         return None
     try:
-        return SyncState.from_toml(text)
-    except (tomllib.TOMLDecodeError, KeyError, ValueError) as exc:
-        raise ValueError(f"{STATE_PATH} is unreadable ({exc}); fix or delete it and pass --from") from exc
+        return SyncState.from_toml(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as exc:
+        reason = str(exc).splitlines()[0]
+        raise ValueError(
+            f"{STATE_PATH} (committed at {rev}) is unreadable ({reason}); fix it, or pass --from N (or --cutoff "
+            "COMMIT) and the window rewrites it"
+        ) from exc
