@@ -131,7 +131,8 @@ def test_resume_from_checkpoint_continues_at_the_right_step(grpo_run, tmp_path, 
     records = train(args)
     assert [r["step"] for r in records] == [1, 2]  # step 0 is not redone, none is skipped
     assert ckpt.latest_iteration(resumed_root) == NUM_STEPS - 1
-    original = [json.loads(line) for line in (root / "ckpt" / "metrics.jsonl").read_text().splitlines()]
+    (metrics_file,) = (root / "ckpt" / "runs").glob("*/metrics.jsonl")  # the first run's own run dir
+    original = [json.loads(line) for line in metrics_file.read_text().splitlines()]
     for mine, theirs in zip(records, original[1:], strict=True):
         assert mine["train/grad_norm"] == pytest.approx(theirs["train/grad_norm"], rel=1e-4)
     from safetensors.torch import load_file

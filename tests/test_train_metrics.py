@@ -10,7 +10,7 @@ from vime.utils.wandb_utils import wandb_mode
 
 
 def _args(tmp_path, **kw):
-    base = dict(metrics_jsonl=None, save=str(tmp_path / "run"), use_wandb=False, wandb_mode=None, wandb_key=None,
+    base = dict(metrics_jsonl=None, run_dir=str(tmp_path / "run"), use_wandb=False, wandb_mode=None, wandb_key=None,
                 wandb_host=None, wandb_dir=None, wandb_project="vime-test", wandb_team=None, wandb_group=None,
                 wandb_run_id=None)  # fmt: skip
     return Namespace(**(base | kw))

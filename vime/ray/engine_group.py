@@ -114,6 +114,26 @@ class EngineGroup:
                 )
         return ray.get(refs) + external_results
 
+    def call_each(self, method: str, *args: Any, timeout_s: float | None = None) -> list[Any]:
+        """``method`` on every engine vime started; each entry is its result or the exception it raised.
+
+        Unlike :meth:`call`, one dead engine does not hide what the others did: the caller can
+        recover that engine alone (fault tolerance) or name it (without).
+        """
+        refs = [getattr(actor, method).remote(*args) for actor in self.actors]
+        results: list[Any] = []
+        for ref in refs:
+            try:
+                results.append(ray.get(ref, timeout=timeout_s))
+            except Exception as exc:  # RayActorError, EngineControlError from the actor, timeout
+                results.append(exc)
+        for client in self.external:
+            results.append(_call_external(client, method, *args))
+        return results
+
+    def log_path(self, rank: int) -> str:
+        return f"{self.log_dir}/vllm_engine_{rank}_port{self.ports[rank]}.log"
+
 
 def _as_url(addr: str) -> str:
     return addr if addr.startswith("http") else f"http://{addr}"

@@ -9,9 +9,11 @@ Requests it lost are re-sent by the rollout's generate retry loop (``vime.rollou
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import ray
@@ -20,6 +22,17 @@ from vime.ray.engine_group import EngineGroup
 from vime.ray.router_process import RouterClient
 
 logger = logging.getLogger(__name__)
+
+
+def engine_problem(actor, timeout_s: float = 10.0) -> str | None:
+    """None when the engine answers ``/health``, else why not (the actor died, the server did not answer)."""
+    try:
+        healthy = ray.get(actor.health.remote(timeout_s), timeout=timeout_s + 5)
+    except ray.exceptions.RayActorError:
+        return "engine actor died"
+    except Exception as exc:
+        return f"health check failed: {exc}"
+    return None if healthy else "server not healthy"
 
 
 @dataclass
@@ -43,7 +56,7 @@ class HealthMonitor:
     def __post_init__(self) -> None:
         self._stop = threading.Event()
         self._paused = threading.Event()
-        self._lock = threading.Lock()  # held while an engine is being recovered
+        self._lock = threading.RLock()  # held while an engine is recovered or weights are pushed
         self.weights_path: str | None = None
         self.weight_version: str | None = None
         self._thread = threading.Thread(target=self._loop, name="vime-health-monitor", daemon=True)
@@ -63,6 +76,12 @@ class HealthMonitor:
     def resume(self) -> None:
         self._paused.clear()
 
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """No recovery starts while this is held (a weight push to every engine)."""
+        with self._lock:
+            yield
+
     def note_weights(self, path: str, version: str | None) -> None:
         """The checkpoint a restarted engine must load before it serves again."""
         self.weights_path, self.weight_version = path, version
@@ -74,26 +93,23 @@ class HealthMonitor:
             if self._paused.is_set():
                 continue
             for rank in range(len(self.engines.actors)):
-                reason = self._check(rank)
+                reason = self.check(rank)
                 if reason is not None and not self._stop.is_set():
                     self.recover(rank, reason)
 
-    def _check(self, rank: int) -> str | None:
+    def check(self, rank: int) -> str | None:
         """None when healthy, else why not."""
-        try:
-            healthy = ray.get(
-                self.engines.actors[rank].health.remote(self.check_timeout_s),
-                timeout=self.check_timeout_s + 5,
-            )
-        except ray.exceptions.RayActorError:
-            return "engine actor died"
-        except Exception as exc:
-            return f"health check failed: {exc}"
-        return None if healthy else "server not healthy"
+        return engine_problem(self.engines.actors[rank], self.check_timeout_s)
 
-    def recover(self, rank: int, reason: str) -> Recovery:
-        """Restart engine ``rank``, re-sync its weights, put it back behind the router."""
+    def recover(self, rank: int, reason: str) -> Recovery | None:
+        """Restart engine ``rank``, re-sync its weights, put it back behind the router.
+
+        None when the engine is healthy by the time the lock is free: another caller (the
+        monitor thread, or a failed control call) has already brought it back.
+        """
         with self._lock:
+            if self.check(rank) is None:
+                return None
             started = time.monotonic()
             url = self.engines.owned_urls[rank]
             logger.warning("vLLM engine %d at %s: %s; restarting it", rank, url, reason)

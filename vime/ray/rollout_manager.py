@@ -25,10 +25,14 @@ functions send generate requests to.
 
 from __future__ import annotations
 
+import copy
 import logging
 import tempfile
 import time
 from argparse import Namespace
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +40,7 @@ import ray
 
 from vime.backends.vllm_utils.arguments import router_cli_args, vllm_server_cli_args
 from vime.ray.engine_group import EngineGroup
-from vime.ray.health_monitor import HealthMonitor
+from vime.ray.health_monitor import HealthMonitor, engine_problem
 from vime.ray.router_process import RouterClient, RouterProcess
 from vime.utils.http_utils import allocate_ports, get_host_ip
 from vime.utils.misc import load_function
@@ -56,8 +60,16 @@ def _on_cpu() -> bool:
         return True
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _flatten(groups: list) -> list[Sample]:
     return [s for group in groups for item in group for s in (item if isinstance(item, list) else [item])]
+
+
+class EngineDiedError(RuntimeError):
+    """An engine vime started died and fault tolerance is off; the message is one line."""
 
 
 def _check_checkpoint_dir(path: str) -> None:
@@ -77,13 +89,15 @@ class LocalRolloutManager:
         self.args = args
         self.pg = pg
         self.on_cpu = _on_cpu()
-        self.log_dir = getattr(args, "vllm_log_dir", None) or tempfile.mkdtemp(prefix="vime_vllm_logs_")
+        self.log_dir = args.vllm_log_dir or tempfile.mkdtemp(prefix="vime_vllm_logs_")
         self.router_process: RouterProcess | None = None
         self.engines: EngineGroup | None = None
         self.monitor: HealthMonitor | None = None
         self.weights_path: str | None = None
         self.weight_version: str | None = None
         self.data_source = None
+        self._rollout_metrics: dict[int, dict[str, float]] = {}  # per step, until the driver takes them
+        self._source_state_before: tuple[int, Any] | None = None  # (step, data-source state when it began)
         started = time.monotonic()
         try:
             self._start_router()
@@ -167,29 +181,103 @@ class LocalRolloutManager:
     def generate_samples(self, rollout_id: int) -> RolloutFnTrainOutput:
         """Run the rollout function for one step and return its groups of Samples."""
         self._require_engines()
-        fn = load_function(getattr(self.args, "rollout_function_path", None) or DEFAULT_ROLLOUT_FUNCTION)
-        return call_rollout_fn(fn, self.args, rollout_id, self._data_source(), evaluation=False)
+        self._note_source_state(rollout_id)
+        fn = load_function(self.args.rollout_function_path or DEFAULT_ROLLOUT_FUNCTION)
+        return self._watched(
+            lambda: call_rollout_fn(fn, self.args, rollout_id, self._data_source(), evaluation=False),
+            f"the generation of step {rollout_id}",
+        )
 
     def generate(self, rollout_id: int) -> dict[str, list]:
         """One step's training data: generate, log rollout metrics, convert samples to the trainer's dict."""
-        from vime.rollout.rollout_metrics import log_rollout_data
+        from vime.rollout.rollout_metrics import log_rollout_data, set_metrics_sink
         from vime.rollout.train_data import convert_samples_to_train_data
 
         started = time.monotonic()
         output = self.generate_samples(rollout_id)
         samples = _flatten(output.samples)
-        log_rollout_data(rollout_id, self.args, samples, output.metrics, time.monotonic() - started)
-        path = getattr(self.args, "custom_convert_samples_to_train_data_path", None)
+        collected: dict[str, float] = {}
+        set_metrics_sink(lambda metrics, _step_key: collected.update(metrics))
+        try:
+            log_rollout_data(rollout_id, self.args, samples, output.metrics, time.monotonic() - started)
+        finally:
+            set_metrics_sink(None)
+        versions = [int(v) for s in samples for v in s.weight_versions[:1] if str(v).isdigit()]
+        if versions:  # the oldest weights any sample began with: the driver turns it into a lag
+            collected["rollout/weight_version_min"] = float(min(versions))
+        self._rollout_metrics[rollout_id] = {k: v for k, v in collected.items() if _is_number(v)}
+        path = self.args.custom_convert_samples_to_train_data_path
         convert = load_function(path) if path else convert_samples_to_train_data
         return convert(self.args, samples)
 
+    def pop_metrics(self, rollout_id: int) -> dict[str, float]:
+        """The rollout metrics of step ``rollout_id`` (retries, filter drops, truncation, speed, ...)."""
+        return self._rollout_metrics.pop(rollout_id, {})
+
+    def _note_source_state(self, rollout_id: int) -> None:
+        """Keep the data-source state from before this step's generation: a save of the previous step
+        that runs after it (train_async, or a save on Ctrl-C) must not skip this step's prompts."""
+        source = self._data_source()
+        if self.args.save and hasattr(source, "state_dict"):
+            self._source_state_before = (rollout_id, copy.deepcopy(source.state_dict()))
+
+    def _watched(self, fn: Callable[[], Any], what: str) -> Any:
+        """Run ``fn``; without fault tolerance, fail within seconds if an engine dies meanwhile.
+
+        (With ``--use-fault-tolerance`` the health monitor restarts the engine and the rollout's
+        retry loop re-sends what it lost, so nothing is watched here.)
+        """
+        if self.monitor is not None or not self.engines.actors:
+            return fn()
+        interval = float(self.args.rollout_health_check_interval)
+        pool = ThreadPoolExecutor(1, thread_name_prefix="vime-rollout")
+        future = pool.submit(fn)
+        try:
+            while True:
+                try:
+                    return future.result(timeout=interval)
+                except FutureTimeout:
+                    pass
+                for rank, actor in enumerate(self.engines.actors):
+                    reason = engine_problem(actor, float(self.args.rollout_health_check_timeout))
+                    if reason is not None:
+                        raise EngineDiedError(self._death_line(rank, reason, what))
+        finally:
+            pool.shutdown(wait=False)
+
+    def _death_line(self, rank: int, reason: str, what: str) -> str:
+        return (
+            f"vLLM engine {rank} ({self.engines.owned_urls[rank]}): {reason} during {what}; its log: "
+            f"{self.engines.log_path(rank)}. Rerun with --use-fault-tolerance to restart dead engines and go on"
+        )
+
+    def _control(self, method: str, *args: Any) -> list[Any]:
+        """A control call on every engine; a dead one is restarted and re-synced (fault tolerance) or named."""
+        results = self.engines.call_each(method, *args)
+        for rank, result in enumerate(results[: len(self.engines.actors)]):
+            if not isinstance(result, Exception):
+                continue
+            reason = engine_problem(self.engines.actors[rank], float(self.args.rollout_health_check_timeout))
+            if reason is None:
+                raise result  # the engine is up: a real error of this call
+            if self.monitor is None:
+                raise EngineDiedError(self._death_line(rank, reason, method.replace("_", " "))) from None
+            # the restarted engine boots from the weights noted last, already tagged with their version
+            self.monitor.recover(rank, f"{reason} during {method}")
+            results[rank] = None
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
+        return results
+
     def eval_output(self, rollout_id: int) -> RolloutFnEvalOutput:
         self._require_engines()
-        path = getattr(self.args, "eval_function_path", None) or getattr(
-            self.args, "rollout_function_path", None
-        )
+        path = self.args.eval_function_path or self.args.rollout_function_path
         fn = load_function(path or DEFAULT_ROLLOUT_FUNCTION)
-        return call_rollout_fn(fn, self.args, rollout_id, self._data_source(), evaluation=True)
+        return self._watched(
+            lambda: call_rollout_fn(fn, self.args, rollout_id, self._data_source(), evaluation=True),
+            f"the evaluation after step {rollout_id}",
+        )
 
     def eval(self, rollout_id: int) -> dict[str, float]:
         """Run the eval datasets; return ``eval/<name>`` mean rewards and truncation ratios."""
@@ -215,7 +303,18 @@ class LocalRolloutManager:
         return max(1, prompts * int(getattr(args, "num_epoch", 1) or 1) // int(args.rollout_batch_size))
 
     def save(self, rollout_id: int) -> None:
-        self._data_source().save(rollout_id)
+        """Save the data-source state as it was after step ``rollout_id`` (see ``_note_source_state``)."""
+        source = self._data_source()
+        before = self._source_state_before
+        if before is None or before[0] != rollout_id + 1:
+            source.save(rollout_id)
+            return
+        current = source.state_dict()
+        source.load_state_dict(before[1])
+        try:
+            source.save(rollout_id)
+        finally:
+            source.load_state_dict(current)
 
     def load(self, rollout_id: int | None = None) -> None:
         self._data_source().load(rollout_id)
@@ -228,25 +327,25 @@ class LocalRolloutManager:
         started = time.monotonic()
         _check_checkpoint_dir(path)
         if self.monitor is not None:
-            self.monitor.note_weights(path, version)
-            with self.monitor._lock:  # not while an engine is being recovered
-                self.engines.call("update_weights_from_disk", path, version, pause_mode)
+            self.monitor.note_weights(path, version)  # what an engine restarted from now on boots from
+            with self.monitor.exclusive():  # not while an engine is being recovered
+                self._control("update_weights_from_disk", path, version, pause_mode)
         elif self.engines is not None and len(self.engines):
-            self.engines.call("update_weights_from_disk", path, version, pause_mode)
+            self._control("update_weights_from_disk", path, version, pause_mode)
         self.weights_path, self.weight_version = path, version
         return time.monotonic() - started
 
     def pause(self, mode: str = "wait") -> None:
-        self.engines.call("pause", mode)
+        self._control("pause", mode)
 
     def resume(self) -> None:
-        self.engines.call("resume")
+        self._control("resume")
 
     def abort(self) -> list[int]:
-        return self.engines.call("abort")
+        return self._control("abort")
 
     def reset_prefix_cache(self) -> None:
-        self.engines.call("reset_prefix_cache")
+        self._control("reset_prefix_cache")
 
     def offload(self) -> list[bool]:
         """Release engine memory while training runs (GPU); on the CPU each engine logs that it cannot."""

@@ -85,7 +85,7 @@ def parse_args(
     parser = build_parser(add_custom_arguments)
     preset = _preset_name(argv)
     if preset is not None:
-        from vime.presets import preset_defaults
+        from vime.utils.args.presets import preset_defaults
 
         try:
             parser.set_defaults(**preset_defaults(preset))
@@ -93,7 +93,7 @@ def parse_args(
             parser.exit(2, f"error: {exc.args[0]}\n")
     args = parser.parse_args(argv)
     if preset is not None:
-        from vime.presets import prepare_preset
+        from vime.utils.args.presets import prepare_preset
 
         prepare_preset(preset, args)
     if validate:

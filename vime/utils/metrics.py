@@ -40,7 +40,7 @@ class MetricsLogger:
     SUMMARY_KEYS = ("rollout/raw_reward", "train/pg_loss", "train/ppo_kl", "time/step")
 
     def __init__(self, args: Namespace, console: Console | None = None) -> None:
-        path = args.metrics_jsonl or (str(Path(args.save) / "metrics.jsonl") if args.save else None)
+        path = args.metrics_jsonl or (str(Path(args.run_dir) / "metrics.jsonl") if args.run_dir else None)
         self.path = Path(path) if path else None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)

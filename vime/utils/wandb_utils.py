@@ -33,7 +33,7 @@ def init_wandb(args: Namespace, config: dict[str, Any] | None = None):
     mode = wandb_mode(args)
     if mode == "online" and args.wandb_key:
         wandb.login(key=args.wandb_key, host=args.wandb_host)
-    directory = args.wandb_dir or args.save  # wandb adds its own "wandb/" under this
+    directory = args.wandb_dir or args.run_dir or args.save  # wandb adds its own "wandb/" under this
     if directory:
         os.makedirs(directory, exist_ok=True)
     run = wandb.init(

@@ -25,8 +25,16 @@ def add_wandb_arguments(parser: argparse.ArgumentParser) -> None:
         "--disable-wandb-random-suffix", action="store_false", dest="wandb_random_suffix", default=True
     )
     g.add_argument(
+        "--run-dir",
+        type=str,
+        default=None,
+        help="vime: this run's outputs (metrics.jsonl, summary.json, reward.png, logs/ of engines and router); "
+        "unset: <save>/runs/<run id>, or vime_runs/<run id> without --save.",
+    )
+    g.add_argument(
         "--metrics-jsonl",
         type=str,
         default=None,
-        help="vime: append one JSON line of metrics per step here (default: <save>/metrics.jsonl when --save).",
+        help="vime: append one JSON line of metrics per step here (unset: <run-dir>/metrics.jsonl).",
     )
+    parser.set_defaults(vllm_log_dir=None)  # engine and router logs; the run sets <run-dir>/logs
