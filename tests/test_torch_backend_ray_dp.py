@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from vime.backends.base import make_backend
+from vime.backends.factory import make_backend
 from vime.backends.train_data import TrainBatch
 from vime.ray.placement_group import PlacementSlice
 from vime.ray.train_actor import TrainGroup

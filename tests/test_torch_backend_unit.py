@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from vime.backends.base import make_backend
+from vime.backends.factory import make_backend
 from vime.backends.torch_utils import checkpoint as ckpt
 from vime.backends.torch_utils.forward import response_logprobs
 from vime.backends.train_data import TrainBatch

@@ -39,7 +39,7 @@ def test_unknown_preset_is_one_line():
 
 
 def test_prepare_builds_model_and_data_once(tmp_path, monkeypatch):
-    import vime.utils.warm_start as ws
+    import vime.warm_start as ws
 
     monkeypatch.setenv("VIME_CACHE_DIR", str(tmp_path))
     # a 2-step recipe keeps this fast; the real recipe is exercised by tests/test_warm_start.py

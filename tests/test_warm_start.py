@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from vime.utils.warm_start import (
+from vime.warm_start import (
     RECIPE_FILE,
     WarmStartRecipe,
     boxed_accuracy,
@@ -95,7 +95,7 @@ def test_preset_recipe_is_right_sometimes_not_always(tiny_model_dir, tmp_path):
     """The preset's recipe (noisy answers) leaves room for RL: clearly above 0, well below 1."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from vime.utils.warm_start import DEFAULT_RECIPE
+    from vime.warm_start import DEFAULT_RECIPE
 
     out = cached_warm_start(tiny_model_dir, tmp_path, DEFAULT_RECIPE)
     tokenizer = AutoTokenizer.from_pretrained(str(out))

@@ -1,10 +1,10 @@
-"""Named sets of defaults (``--preset NAME``); any flag given on the command line still wins.
+"""What the presets build, and their rewards (the defaults themselves: ``vime.utils.args.presets``).
 
 ``tiny-cpu`` trains the project's tiny local Qwen2-shaped model with GRPO on the synthetic
 arithmetic task (``a+b``, operands 0..4), one CPU vLLM engine, one torch trainer rank and a
 weight update every step, rewarded by the plain ``math`` verifier (1 for a correct
 ``\\boxed{}`` answer, else 0). A randomly initialised model never writes a correct boxed
-answer, so the preset starts from a weak local warm start (:mod:`vime.utils.warm_start`:
+answer, so the preset starts from a weak local warm start (:mod:`vime.warm_start`:
 a short supervised fine-tune on noisy answers) that is right about a quarter of the time.
 The shaped reward of earlier versions stays available as ``--custom-rm-path
 vime.presets.tiny_cpu_reward`` for runs from the random model.
@@ -18,45 +18,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-PRESETS: dict[str, dict[str, Any]] = {
-    "tiny-cpu": {
-        "train_backend": "torch",
-        "actor_num_nodes": 1,
-        "actor_num_gpus_per_node": 1,
-        "rollout_num_gpus": 0,
-        "rollout_num_engines": 1,
-        "advantage_estimator": "grpo",
-        "rollout_batch_size": 8,
-        "n_samples_per_prompt": 8,
-        "micro_batch_size": 16,
-        "num_rollout": 20,
-        "rollout_max_response_len": 8,
-        "rollout_temperature": 1.0,
-        "apply_chat_template": True,
-        "input_key": "input",
-        "label_key": "label",
-        "rollout_shuffle": True,
-        "rm_type": "math",
-        "lr": 1e-3,  # the warm start is fragile: without the KL term, 4 of 5 trials broke its format
-        "use_kl_loss": True,  # low-variance KL to the warm start keeps the format while RL moves the sums
-        "kl_loss_coef": 0.1,
-        "kl_loss_type": "low_var_kl",
-        "clip_grad": 1.0,
-        "eps_clip": 0.2,
-        "entropy_coef": 0.0,
-        "update_weights_interval": 1,
-    },
-}
+from vime.utils.args.presets import PRESETS, prepare_preset, preset_defaults
+
+__all__ = ["PRESETS", "prepare_preset", "prepare_tiny_cpu", "preset_defaults", "tiny_cpu_reward"]
 
 TINY_CPU_DATASET_ROWS = 2048
 TINY_CPU_MAX_OPERAND = 4
-
-
-def preset_defaults(name: str) -> dict[str, Any]:
-    """The defaults of preset ``name``; a KeyError carries a one-line message naming the choices."""
-    if name not in PRESETS:
-        raise KeyError(f"unknown --preset {name!r}: choose one of {', '.join(sorted(PRESETS))}")
-    return dict(PRESETS[name])
 
 
 def cache_dir() -> Path:
@@ -64,10 +31,8 @@ def cache_dir() -> Path:
     return Path(os.environ.get("VIME_CACHE_DIR", Path.home() / ".cache" / "vime"))
 
 
-def prepare_preset(name: str | None, args: argparse.Namespace) -> None:
-    """Build what a preset needs and the user did not give: the warm-started model and the data."""
-    if name != "tiny-cpu":
-        return
+def prepare_tiny_cpu(args: argparse.Namespace) -> None:
+    """Build what ``tiny-cpu`` needs and the user did not give: the warm-started model and the data."""
     root = cache_dir() / "tiny-cpu"
     if args.hf_checkpoint is None:
         model_dir = root / "model"
@@ -75,7 +40,7 @@ def prepare_preset(name: str | None, args: argparse.Namespace) -> None:
             from vime.utils.tiny_model import build_tiny_model
 
             build_tiny_model(model_dir, seed=0)
-        from vime.utils.warm_start import cached_warm_start
+        from vime.warm_start import cached_warm_start
 
         args.hf_checkpoint = str(cached_warm_start(model_dir, root))
     if args.prompt_data is None:

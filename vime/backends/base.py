@@ -53,16 +53,3 @@ class TrainBackend(ABC):
 
     def onload(self) -> None:  # noqa: B027
         """Undo :meth:`offload` before training."""
-
-
-def make_backend(args: Namespace, rank: int, world_size: int) -> TrainBackend:
-    """The backend named by ``--train-backend``."""
-    if args.train_backend == "torch":
-        from vime.backends.torch_utils.actor import TorchTrainBackend
-
-        return TorchTrainBackend(args, rank, world_size)
-    if args.train_backend == "megatron":
-        from vime.backends.megatron_utils.actor import MegatronTrainBackend
-
-        return MegatronTrainBackend(args, rank, world_size)
-    raise ValueError(f"unknown --train-backend {args.train_backend!r}: choose torch or megatron")

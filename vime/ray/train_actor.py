@@ -45,7 +45,7 @@ class TrainRayActor:
         import torch
         import torch.distributed as dist
 
-        from vime.backends.base import make_backend
+        from vime.backends.factory import make_backend
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
         torch.set_num_threads(max(1, int(os.environ.get("VIME_TRAIN_THREADS", os.cpu_count() or 1))))

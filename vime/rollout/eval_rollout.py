@@ -8,6 +8,8 @@ from argparse import Namespace
 from typing import Any
 
 from vime.rollout.generate import build_sampling_params
+from vime.rollout.generate_and_rm import generate_and_rm
+from vime.rollout.generate_state import GenerateState
 from vime.utils.types import RolloutFnEvalOutput, Sample
 
 _DATASETS: dict[tuple, Any] = {}
@@ -41,8 +43,6 @@ def _dataset(args: Namespace, path: str):
 
 
 async def eval_rollout(args: Namespace, rollout_id: int) -> RolloutFnEvalOutput:
-    from vime.rollout.vllm_rollout import GenerateState, generate_and_rm
-
     state = GenerateState(args)
     state.reset()
     params = build_sampling_params(

@@ -16,6 +16,7 @@ import uuid
 from argparse import Namespace
 from typing import Any
 
+from vime.rollout.generate_state import GenerateState
 from vime.utils.http_utils import CONNECTION_ERRORS, HTTPStatusError, post
 from vime.utils.types import Sample
 
@@ -130,8 +131,6 @@ def apply_generate_output(sample: Sample, choice: dict[str, Any], tokenizer: Any
 
 async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, Any]) -> Sample:
     """vime's default generate hook: one request for ``sample`` through the router (``--custom-generate-function-path`` replaces it)."""
-    from vime.rollout.vllm_rollout import GenerateState
-
     state = GenerateState(args)
     if sample.status not in (Sample.Status.PENDING, Sample.Status.ABORTED):
         raise ValueError(

@@ -16,20 +16,20 @@ has the signature ``async def generate(args, sample, sampling_params) -> Sample 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-import uuid
 from argparse import Namespace
 from typing import Any
 
+from vime.rollout.eval_rollout import eval_rollout
 from vime.rollout.filter_hub.base_types import (
     MetricGatherer,
     call_dynamic_filter,
     should_drop_dynamic_filter_output,
 )
-from vime.rollout.generate import build_sampling_params, generate
+from vime.rollout.generate import build_sampling_params
+from vime.rollout.generate_and_rm import generate_and_rm, generate_and_rm_group
+from vime.rollout.generate_state import GenerateState
 from vime.rollout.partial import abort_in_flight
-from vime.rollout.rm_hub import async_rm, batched_async_rm
 from vime.utils.http_utils import run
 from vime.utils.misc import load_function
 from vime.utils.types import RolloutFnEvalOutput, RolloutFnTrainOutput, Sample
@@ -43,116 +43,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-class GenerateState:
-    """What one rollout run shares across its requests: tokenizer, concurrency limit, in-flight tasks.
-
-    One instance per ``args`` object (``GenerateState(args)`` returns the same one again).
-    """
-
-    _instances: dict[int, GenerateState] = {}
-
-    def __new__(cls, args: Namespace) -> GenerateState:
-        instance = cls._instances.get(id(args))
-        if instance is None or instance.args is not args:
-            instance = super().__new__(cls)
-            instance._setup(args)
-            cls._instances[id(args)] = instance
-        return instance
-
-    def __init__(self, args: Namespace) -> None:  # all set up in _setup, once
-        pass
-
-    def _setup(self, args: Namespace) -> None:
-        from transformers import AutoTokenizer
-
-        self.args = args
-        self.tokenizer = AutoTokenizer.from_pretrained(args.hf_checkpoint)
-        engines = max(1, int(getattr(args, "rollout_num_engines_total", None) or 1))
-        self.semaphore = asyncio.Semaphore(int(getattr(args, "vllm_server_concurrency", 512)) * engines)
-        self.sampling_params = build_sampling_params(args)
-        self.reset()
-
-    def reset(self) -> None:
-        self.retries = 0
-        self.remaining_batch_size = 0
-        self.pendings: set[asyncio.Task] = set()
-        self.aborted = False
-
-    def note_retry(self) -> None:
-        """A request was lost (engine down) and is being sent again."""
-        self.retries += 1
-
-    def submit_generate_tasks(self, groups: list[list[Sample]]) -> None:
-        for group in groups:
-            task = asyncio.ensure_future(generate_and_rm_group(self.args, group, dict(self.sampling_params)))
-            self.pendings.add(task)
-        self.remaining_batch_size += len(groups)
-
-
-def _generate_hook(args: Namespace, sample: Sample):
-    path = getattr(sample, "generate_function_path", None) or getattr(
-        args, "custom_generate_function_path", None
-    )
-    return load_function(path) if path else generate
-
-
-async def generate_and_rm(
-    args: Namespace, sample: Sample, sampling_params: dict[str, Any], evaluation: bool = False
-) -> Sample | list[Sample]:
-    """Generate one sample (unless it is already finished) and score it unless rewards are per group."""
-    masks_offpolicy = getattr(args, "partial_rollout", False) and getattr(
-        args, "mask_offpolicy_in_partial_rollout", False
-    )
-    if masks_offpolicy and sample.response_length > 0:  # tokens of an older policy: kept, not trained on
-        sample.loss_mask = [0] * sample.response_length
-    if sample.status in (Sample.Status.COMPLETED, Sample.Status.TRUNCATED):
-        return sample
-
-    state = GenerateState(args)
-    async with state.semaphore:
-        if state.aborted:
-            sample.status = Sample.Status.ABORTED
-            return sample
-        hook = _generate_hook(args, sample)
-        if "evaluation" in inspect.signature(hook).parameters:
-            sample = await hook(args, sample, sampling_params, evaluation=evaluation)
-        else:
-            sample = await hook(args, sample, sampling_params)
-
-    if getattr(args, "group_rm", False):
-        return sample
-    samples = sample if isinstance(sample, list) else [sample]
-    if any(s.status == Sample.Status.ABORTED for s in samples):
-        return sample
-    unscored = [s for s in samples if s.reward is None]
-    if len(unscored) == 1 and not isinstance(sample, list):
-        sample.reward = await async_rm(args, sample)
-    elif unscored:
-        for s, reward in zip(unscored, await batched_async_rm(args, unscored), strict=True):
-            s.reward = reward
-    return sample
-
-
-async def generate_and_rm_group(
-    args: Namespace, group: list[Sample], sampling_params: dict[str, Any], evaluation: bool = False
-) -> list[Sample]:
-    """Generate a whole group concurrently; with ``--group-rm`` score it as one batch."""
-    state = GenerateState(args)
-    if state.aborted:
-        return group
-    for sample in group:
-        if sample.session_id is None:
-            sample.session_id = uuid.uuid4().hex
-    group = list(
-        await asyncio.gather(*(generate_and_rm(args, s, dict(sampling_params), evaluation) for s in group))
-    )
-    if getattr(args, "group_rm", False) and not state.aborted:
-        flat = [s for item in group for s in (item if isinstance(item, list) else [item])]
-        for s, reward in zip(flat, await batched_async_rm(args, flat), strict=True):
-            s.reward = reward
-    return group
 
 
 def _first(group: list) -> Sample:
@@ -172,13 +62,19 @@ async def generate_rollout_async(
         if getattr(args, "dynamic_sampling_filter_path", None)
         else None
     )
+    sampling_params = build_sampling_params(args)
     gatherer = MetricGatherer()
     kept: list[list[Sample]] = []
     seen: list[list[Sample]] = []
     surplus: list[list[Sample]] = []  # finished in the same wait that filled the batch
     while len(kept) < target:
         while state.remaining_batch_size < target:
-            state.submit_generate_tasks(get_samples(over_sampling))
+            groups = get_samples(over_sampling)
+            for group in groups:
+                state.pendings.add(
+                    asyncio.ensure_future(generate_and_rm_group(args, group, dict(sampling_params)))
+                )
+            state.remaining_batch_size += len(groups)
         done, state.pendings = await asyncio.wait(state.pendings, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             group = task.result()
@@ -221,8 +117,6 @@ def generate_rollout(
 ) -> RolloutFnTrainOutput | RolloutFnEvalOutput:
     """The rollout function: a training batch from ``data_source``, or eval results when ``evaluation``."""
     if evaluation:
-        from vime.rollout.eval_rollout import eval_rollout
-
         return run(eval_rollout(args, rollout_id))
     output, partial = run(generate_rollout_async(args, rollout_id, data_source.get_samples))
     if partial:

@@ -245,13 +245,3 @@ class MegatronActor:
         from vime.backends.megatron_utils.offload import onload_actor
 
         onload_actor(self)
-
-
-def __getattr__(name: str):
-    """``MegatronTrainBackend`` lives in backend.py (it needs MegatronActor); vime.backends.base imports
-    it from here, slime's module name, so it is resolved lazily."""
-    if name == "MegatronTrainBackend":
-        from vime.backends.megatron_utils.backend import MegatronTrainBackend
-
-        return MegatronTrainBackend
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,49 @@
+"""What one rollout run shares across its requests (slime's ``GenerateState``).
+
+It sits below the generate hook, the per-sample step and the rollout loop, which all read it, so
+that none of them imports another one back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from argparse import Namespace
+
+
+class GenerateState:
+    """What one rollout run shares across its requests: tokenizer, concurrency limit, in-flight tasks.
+
+    One instance per ``args`` object (``GenerateState(args)`` returns the same one again).
+    """
+
+    _instances: dict[int, GenerateState] = {}
+
+    def __new__(cls, args: Namespace) -> GenerateState:
+        instance = cls._instances.get(id(args))
+        if instance is None or instance.args is not args:
+            instance = super().__new__(cls)
+            instance._setup(args)
+            cls._instances[id(args)] = instance
+        return instance
+
+    def __init__(self, args: Namespace) -> None:  # all set up in _setup, once
+        pass
+
+    def _setup(self, args: Namespace) -> None:
+        from transformers import AutoTokenizer
+
+        self.args = args
+        self.tokenizer = AutoTokenizer.from_pretrained(args.hf_checkpoint)
+        engines = max(1, int(getattr(args, "rollout_num_engines_total", None) or 1))
+        self.semaphore = asyncio.Semaphore(int(getattr(args, "vllm_server_concurrency", 512)) * engines)
+        self.reset()
+
+    def reset(self) -> None:
+        self.retries = 0
+        self.remaining_batch_size = 0
+        self.pendings: set[asyncio.Task] = set()
+        self.aborted = False
+
+    def note_retry(self) -> None:
+        """A request was lost (engine down) and is being sent again."""
+        self.retries += 1
