@@ -40,6 +40,13 @@ class TrainBackend(ABC):
     def export_weights(self, dest: Path) -> Path | None:
         """Write the weights in Hugging Face layout to ``dest`` (rank 0 returns it, others None)."""
 
+    def send_weights(self, sink, bucket_bytes: int) -> int:
+        """Feed the weights (HF names) to a weight sink in buckets of ``bucket_bytes``; returns bytes sent.
+
+        Every rank calls it (gathers are collective); only the sending rank's sink sees data.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot send weights to engines directly: use disk")
+
     @abstractmethod
     def save(self, rollout_id: int) -> None:
         """Checkpoint model, optimizer and training state after ``rollout_id``."""

@@ -36,6 +36,10 @@ class EngineGroup:
         num_gpus_per_engine: float = 0,
         external_addrs: list[str] | None = None,
         start_timeout_s: float = 600.0,
+        placement_group: Any = None,
+        bundle_indices: list[int] | None = None,
+        gpu_share: float | None = None,
+        env: dict[str, str] | None = None,
     ):
         if num_engines < 0:
             raise ValueError(f"--rollout-num-engines is {num_engines}: give 0 or more")
@@ -46,6 +50,12 @@ class EngineGroup:
         self.on_cpu = on_cpu
         self.num_gpus_per_engine = num_gpus_per_engine
         self.start_timeout_s = start_timeout_s
+        # GPU engines sit in the run's placement group: engine r on bundle_indices[r * gpus per engine],
+        # taking a share of that GPU when colocated with training (gpu_share), else the whole GPU
+        self.placement_group = placement_group
+        self.bundle_indices = list(bundle_indices or [])
+        self.gpu_share = gpu_share
+        self.env = dict(env or {})
         self.ports = allocate_ports(
             num_engines, start=base_port, host=host, spread=5000 if num_engines else 0
         )
@@ -53,10 +63,34 @@ class EngineGroup:
         self.external = [EngineClient(_as_url(addr)) for addr in external_addrs or []]
 
     def _make_actor(self, rank: int, port: int):
-        cls = ray.remote(VLLMEngine).options(
-            num_cpus=0, num_gpus=self.num_gpus_per_engine, max_concurrency=16, name=None
+        options: dict[str, Any] = {
+            "num_cpus": 0,
+            "num_gpus": self.num_gpus_per_engine,
+            "max_concurrency": 16,
+            "name": None,
+        }
+        if self.placement_group is not None and not self.on_cpu and self.bundle_indices:
+            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+            per_engine = max(1, int(self.num_gpus_per_engine or 1))
+            options["num_gpus"] = self.gpu_share if self.gpu_share else 1
+            options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                placement_group=self.placement_group,
+                placement_group_bundle_index=self.bundle_indices[
+                    (rank * per_engine) % len(self.bundle_indices)
+                ],
+            )
+        cls = ray.remote(VLLMEngine).options(**options)
+        return cls.remote(
+            rank,
+            self.model_path,
+            self.host,
+            port,
+            self.server_args,
+            self.log_dir,
+            self.on_cpu,
+            self.env or None,
         )
-        return cls.remote(rank, self.model_path, self.host, port, self.server_args, self.log_dir, self.on_cpu)
 
     # ----- lifecycle --------------------------------------------------------------------------
     def start(self) -> list[dict[str, Any]]:

@@ -49,6 +49,7 @@ from vime.utils.types import RolloutFnEvalOutput, RolloutFnTrainOutput, Sample, 
 logger = logging.getLogger(__name__)
 
 DEFAULT_ROLLOUT_FUNCTION = "vime.rollout.vllm_rollout.generate_rollout"
+COLOCATED_ENGINE_GPU_SHARE = 0.2  # of a GPU the trainer holds 0.4 of (TrainGroup), as slime does
 
 
 def _on_cpu() -> bool:
@@ -145,7 +146,7 @@ class LocalRolloutManager:
         self.engines = EngineGroup(
             args.hf_checkpoint,
             int(num_engines),
-            vllm_server_cli_args(args, on_cpu=self.on_cpu) if num_engines else [],
+            self._server_args() if num_engines else [],
             self.log_dir,
             host=get_host_ip(),
             base_port=int(getattr(args, "vllm_base_port", 15000) or 15000),
@@ -155,6 +156,7 @@ class LocalRolloutManager:
             else int(getattr(args, "rollout_num_gpus_per_engine", 1) or 1),
             external_addrs=external,
             start_timeout_s=float(getattr(args, "vllm_engine_start_timeout", 600.0) or 600.0),
+            **self._gpu_placement(),
         )
         self.engines.start()
         for url in self.engines.urls:
@@ -162,6 +164,42 @@ class LocalRolloutManager:
                 self.router.add_worker(url)
         args.rollout_num_engines_total = len(self.engines)
         logger.info("rollout engines behind %s: %s", self.router.url, self.engines.urls)
+
+    def _server_args(self) -> list[str]:
+        """The user's ``--vllm-*`` flags plus those ``--weight-sync`` / ``--offload-rollout`` need."""
+        from vime.utils.args.weight_sync import engine_flags_for
+
+        tokens = vllm_server_cli_args(self.args, on_cpu=self.on_cpu)
+        extra = engine_flags_for(
+            getattr(self.args, "weight_sync", "disk") or "disk",
+            bool(getattr(self.args, "offload_rollout", False)),
+            gpus=not self.on_cpu,
+        )
+        for group in extra:
+            if group[0] not in tokens:  # a flag the user gave wins
+                tokens += group
+        return tokens
+
+    def _gpu_placement(self) -> dict[str, Any]:
+        """Where GPU engines go in the run's placement group (colocated: a share of the trainer's GPUs)."""
+        if self.on_cpu or self.pg is None:
+            return {}
+        from vime.ray.placement_group import placement_layout
+
+        layout = placement_layout(self.args)
+        env = {}
+        if getattr(self.args, "weight_sync", None) == "ipc":
+            env["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # vLLM's ipc backend unpickles the handles
+        return {
+            "placement_group": self.pg,
+            "bundle_indices": list(range(layout.rollout_offset, layout.rollout_offset + layout.rollout_gpus)),
+            "gpu_share": COLOCATED_ENGINE_GPU_SHARE if self.args.colocate else None,
+            "env": env,
+        }
+
+    def note_weight_version(self, version: str) -> None:
+        """GPU weight sync (ipc / nccl) went from the trainer straight to the engines: remember the version."""
+        self.weight_version = str(version)
 
     # ----- data ----------------------------------------------------------------------------------
     def _data_source(self):
@@ -205,6 +243,8 @@ class LocalRolloutManager:
         versions = [int(v) for s in samples for v in s.weight_versions[:1] if str(v).isdigit()]
         if versions:  # the oldest weights any sample began with: the driver turns it into a lag
             collected["rollout/weight_version_min"] = float(min(versions))
+        if self.monitor is not None:
+            collected["rollout/engine_restarts"] = float(len(self.monitor.recoveries))
         self._rollout_metrics[rollout_id] = {k: v for k, v in collected.items() if _is_number(v)}
         path = self.args.custom_convert_samples_to_train_data_path
         convert = load_function(path) if path else convert_samples_to_train_data
@@ -349,7 +389,7 @@ class LocalRolloutManager:
 
     def offload(self) -> list[bool]:
         """Release engine memory while training runs (GPU); on the CPU each engine logs that it cannot."""
-        return self.engines.call("sleep", 1)
+        return self.engines.call("sleep", int(getattr(self.args, "rollout_sleep_level", 1) or 1))
 
     def onload(self, tags: list[str] | None = None) -> list[bool]:
         return self.engines.call("wake_up", tags)

@@ -2,8 +2,11 @@
 
 Each :class:`TrainRayActor` is one data-parallel rank holding a backend (vime.backends.base);
 :class:`TrainGroup` starts them, joins them into one process group, fans calls out and
-pushes weights to the rollout engines (on the CPU: a Hugging Face dir on disk that the
-engines reload, see the RolloutManager's ``update_weights_from_disk``).
+pushes weights to the rollout engines the way ``--weight-sync`` says (vime/utils/args/weight_sync.py):
+``disk`` (a Hugging Face dir the engines reload, see the RolloutManager's ``update_weights_from_disk``;
+the CPU path), ``ipc`` (CUDA IPC buckets into engines on the same GPU) or ``nccl`` (broadcast to engines
+on other GPUs); the last two go from the ranks straight to the engines' HTTP control plane
+(vime/backends/vllm_utils/weight_transfer.py).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import ray
 from vime.ray.placement_group import PlacementSlice
 
 logger = logging.getLogger(__name__)
+
+COLOCATED_TRAIN_GPU_SHARE = 0.4
 
 
 @ray.remote
@@ -49,9 +54,17 @@ class TrainRayActor:
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
         torch.set_num_threads(max(1, int(os.environ.get("VIME_TRAIN_THREADS", os.cpu_count() or 1))))
+        # env:// for backends that join the group themselves (Megatron), even with one rank; Ray gives
+        # each rank only its own GPU, so it is device 0 of this process
+        os.environ.update(
+            MASTER_ADDR=master_addr,
+            MASTER_PORT=str(master_port),
+            RANK=str(self.rank),
+            WORLD_SIZE=str(self.world_size),
+            LOCAL_RANK="0",
+        )
         if self.world_size > 1:
             backend = self.args.distributed_backend or ("nccl" if torch.cuda.is_available() else "gloo")
-            os.environ.update(MASTER_ADDR=master_addr, MASTER_PORT=str(master_port))
             dist.init_process_group(backend, rank=self.rank, world_size=self.world_size)
         self.backend = make_backend(self.args, self.rank, self.world_size)
         return self.backend.init()
@@ -70,6 +83,62 @@ class TrainRayActor:
         path = self.backend.export_weights(Path(dest))
         return str(path) if path is not None else None
 
+    def send_weights_to_engines(
+        self, mode: str, urls: list[str], version: str, options: dict[str, Any]
+    ) -> dict[str, float]:
+        """``ipc`` / ``nccl``: every rank calls this (gathers are collective); ranks given ``urls`` drive
+        the engines: pause, send the buckets, reset prefix caches, tag the version, resume."""
+        from vime.backends.vllm_utils.weight_transfer import (
+            IpcBucketSink,
+            has_weight_transfer_api,
+            push_weights,
+        )
+
+        bucket_bytes = int(options.get("bucket_bytes") or 512 << 20)
+        if not urls:
+            self.backend.send_weights(_NullSink(), bucket_bytes)
+            return {}
+        clients = self._clients(urls)
+        if mode == "ipc":
+            api = options.get("api") or "auto"
+            if api == "auto":
+                api = "weight-transfer" if has_weight_transfer_api(clients[0].routes()) else "collective-rpc"
+                if api == "weight-transfer" and not options.get("engines_have_ipc_backend", True):
+                    api = "collective-rpc"
+            sink = IpcBucketSink(clients, api)
+        elif mode == "nccl":
+            sink = self._nccl_sink(clients, options)
+        else:
+            raise ValueError(f"send_weights_to_engines does not do --weight-sync {mode}")
+        sent = {"bytes": 0}
+
+        def send() -> None:
+            sent["bytes"] = self.backend.send_weights(sink, bucket_bytes)
+
+        seconds = push_weights(clients, send, version, options.get("pause_mode", "wait"))
+        return {f"weight_sync/{k}_s": v for k, v in seconds.items()} | {
+            "weight_sync/bytes": float(sent["bytes"]),
+            "weight_sync/buckets": float(getattr(sink, "buckets", 0)),
+        }
+
+    def _clients(self, urls: list[str]):
+        from vime.backends.vllm_utils.engine_client import EngineClient
+
+        cached = getattr(self, "_engine_clients", {})
+        self._engine_clients = {u: cached.get(u) or EngineClient(u) for u in urls}
+        return [self._engine_clients[u] for u in urls]
+
+    def _nccl_sink(self, clients, options: dict[str, Any]):
+        """One NCCL group per set of engines, made at the first update and kept."""
+        from vime.backends.vllm_utils.weight_transfer import NcclBucketSink, nccl_trainer_group
+
+        key = tuple(c.url for c in clients)
+        if getattr(self, "_nccl_key", None) != key:
+            addr, port = self.master_address()
+            group = nccl_trainer_group(clients, addr, port, int(options.get("engine_world_size") or 1))
+            self._nccl_key, self._nccl = key, NcclBucketSink(clients, group)
+        return self._nccl
+
     def save(self, rollout_id: int) -> None:
         self.backend.save(rollout_id)
 
@@ -78,6 +147,19 @@ class TrainRayActor:
 
     def onload(self) -> None:
         self.backend.onload()
+
+
+class _NullSink:
+    """The sink of ranks that take part in the gathers but send nothing."""
+
+    def begin(self, plan) -> None:
+        pass
+
+    def send(self, metas, flat) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
 
 
 class TrainGroup:
@@ -93,7 +175,8 @@ class TrainGroup:
                 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
                 options |= {
-                    "num_gpus": 1,
+                    # colocated: the engines take a share of the same bundle (slime uses 0.4 / 0.2)
+                    "num_gpus": COLOCATED_TRAIN_GPU_SHARE if args.colocate else 1,
                     "scheduling_strategy": PlacementGroupSchedulingStrategy(
                         placement_group=placement.pg,
                         placement_group_bundle_index=placement.bundle_indices[rank],
@@ -129,9 +212,13 @@ class TrainGroup:
         ray.get([actor.onload.remote() for actor in self.actors])
 
     def update_weights(self, rollout_manager, version: int | None = None) -> float:
-        """Write the weights to disk and have every engine reload them; returns seconds taken."""
+        """Push the weights to every engine the way ``--weight-sync`` says; returns seconds taken."""
         start = time.perf_counter()
         self.weight_version = self.weight_version + 1 if version is None else version
+        mode = getattr(self.args, "weight_sync", "disk") or "disk"
+        if mode in ("ipc", "nccl") and rollout_manager is not None:
+            self.last_sync = self._update_weights_gpu(mode, rollout_manager)
+            return time.perf_counter() - start
         dest = self.weights_root / f"v{self.weight_version:06d}"
         paths = ray.get([actor.export_weights.remote(str(dest)) for actor in self.actors])
         path = next(p for p in paths if p is not None)
@@ -141,6 +228,32 @@ class TrainGroup:
             if old.name != dest.name and old.is_dir():
                 shutil.rmtree(old)  # staging copies of ours; checkpoints live under --save
         return time.perf_counter() - start
+
+    def _update_weights_gpu(self, mode: str, rollout_manager) -> dict[str, float]:
+        """IPC: each engine is driven by the rank on its GPU (engine j by rank j % world size); NCCL: by
+        rank 0. The engines' recorded version follows, so the manager reports it."""
+        urls = ray.get(rollout_manager.engine_urls.remote())
+        ranks = len(self.actors)
+        if mode == "ipc":
+            assigned = [[u for j, u in enumerate(urls) if j % ranks == r] for r in range(ranks)]
+        else:
+            assigned = [urls] + [[] for _ in range(ranks - 1)]
+        options = {
+            "bucket_bytes": self.args.update_weight_buffer_size,
+            "api": {"weight-transfer": "weight-transfer", "collective-rpc": "collective-rpc"}.get(
+                getattr(self.args, "weight_sync_api", "auto"), "auto"
+            ),
+            "engine_world_size": getattr(self.args, "rollout_num_gpus_per_engine", 1),
+        }
+        version = str(self.weight_version)
+        results = ray.get(
+            [
+                a.send_weights_to_engines.remote(mode, assigned[r], version, options)
+                for r, a in enumerate(self.actors)
+            ]
+        )
+        ray.get(rollout_manager.note_weight_version.remote(version))
+        return results[0]
 
     def kill(self) -> None:
         for actor in self.actors:

@@ -365,6 +365,8 @@ def rollout_summary(data: dict[str, list]) -> dict[str, float]:
     if raw:
         out["rollout/raw_reward"] = sum(float(r) for r in raw) / len(raw)
         out["rollout/full_reward_share"] = sum(float(r) >= 1.0 for r in raw) / len(raw)
+    if data.get("tokens") is not None:
+        out["rollout/samples"] = float(len(data["tokens"]))
     lengths = data.get("response_lengths")
     if lengths:
         out["rollout/response_len"] = sum(lengths) / len(lengths)

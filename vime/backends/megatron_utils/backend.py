@@ -188,6 +188,10 @@ class MegatronTrainBackend(TrainBackend):
         out = export_model_to_hf_dir(exporter, dest, self.args.hf_checkpoint, progress=False)
         return out if dist.get_rank() == 0 else None
 
+    def send_weights(self, sink, bucket_bytes: int) -> int:
+        """Zero-copy HF views (TP=1) packed into buckets for ``sink``; every rank takes part."""
+        return self.actor.update_weights(sink, bucket_bytes=bucket_bytes, progress=False)
+
     def save(self, rollout_id: int) -> None:
         from vime.backends.megatron_utils.checkpoint import iter_dir, save_checkpoint
         from vime.backends.megatron_utils.hf_io import unwrap

@@ -147,6 +147,28 @@ class TorchTrainBackend(TrainBackend):
             return None
         return write_hf_dir(self.model, state, Path(dest), self.args.hf_checkpoint)
 
+    def send_weights(self, sink, bucket_bytes: int) -> int:
+        """Rank 0 packs its full weights into CUDA buckets (the model may live on the CPU) for ``sink``.
+
+        Needs every rank to hold the full model (one rank, or DDP); FSDP2 shards go through disk.
+        """
+        from vime.backends.megatron_utils.buckets import plan_buckets, specs_of
+        from vime.backends.megatron_utils.weight_export import send_weights
+
+        if self.strategy == "fsdp2":
+            raise ValueError("--torch-dist-strategy fsdp2 shards the weights: use --weight-sync disk")
+        if self.rank != 0:
+            return 0
+        model = unwrap(self.model)
+        tied = bool(getattr(model.config, "tie_word_embeddings", False))
+        named = [
+            (k, v.detach())
+            for k, v in model.state_dict().items()
+            if not (tied and k == "lm_head.weight")  # the engine ties it to the embedding itself
+        ]
+        plan = plan_buckets(specs_of(named), bucket_bytes)
+        return send_weights(iter(named), plan, sink, device="cuda", progress=False)
+
     def _barrier(self) -> None:
         if dist.is_initialized() and dist.get_world_size() > 1:
             dist.barrier()

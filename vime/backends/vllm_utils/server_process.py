@@ -38,11 +38,18 @@ def build_server_command(model_path: str, host: str, port: int, extra_args: list
         host,
         "--port",
         str(port),
-        "--enable-scale-out",
+        *_scale_out_flag(),
         "--worker-extension-cls",
         WORKER_EXTENSION,
         *extra_args,
     ]
+
+
+def _scale_out_flag() -> list[str]:
+    """0.32 serves /inference/v1/generate only with --enable-scale-out; 0.26 always, and has no such flag."""
+    from vime.backends.vllm_utils.arguments import server_has_flag
+
+    return ["--enable-scale-out"] if server_has_flag("--enable-scale-out") else []
 
 
 def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:

