@@ -107,3 +107,41 @@ def test_page_is_self_contained_and_escapes_script_end(tmp_path, browser):
     assert page.locator("#q-Q1 .side pre").first.inner_text() == "</script><b>x</b>"
     assert page.locator("#title").inner_text() == "Review: slime #1..#2"
     page.close()
+
+
+def test_a_grouped_question_lists_its_sites_and_exports_a_per_site_edit(tmp_path, browser):
+    from sync.reports.review_page import render_review_page
+
+    sites = [
+        {"file": f"vime/{n}.py", "lines": [i, i], "prs": [pr], "snippet": f"W = pull_weights({i})", "key": f"k{i}",
+         "decision": None, "edit": None}
+        for n, i, pr in (("a", 3, 7), ("b", 9, 8))
+    ]  # fmt: skip
+    doc = {
+        "schema": "vime-sync/decisions/v1",
+        "window": {"name": "slime-1-2", "from": 1, "to": 2, "cutoff": "a" * 40, "tip": "b" * 40, "branch": "sync/slime-1-2"},
+        "files": {},
+        "questions": [{
+            "id": "Q1", "kind": "unsupported", "file": "vime/a.py", "hunk": None, "lines": [3, 3], "prs": [7, 8],
+            "rules": ["r.pull"], "tier": "Confirm", "options": ["keep", "edit"], "default": "keep", "key": "g",
+            "summary": "rule r.pull (2 sites in 2 files)", "marker_size": 7, "sides": {"theirs": "W = pull_weights(3)"},
+            "alternative": None, "decision": None, "edit": None, "sites": sites, "diff": None,
+        }],
+    }  # fmt: skip
+    page_file = tmp_path / "review.html"
+    page_file.write_text(render_review_page(doc))
+    page = browser.new_page(accept_downloads=True)
+    page.goto(page_file.as_uri())
+    rows = page.locator("#q-Q1 table.sites tr")
+    assert (
+        rows.count() == 3 and "vime/b.py:9" in rows.nth(2).inner_text() and "#8" in rows.nth(2).inner_text()
+    )
+    assert page.locator("#opt-Q1-edit").count() == 0  # a group is edited per site
+    rows.nth(2).locator("input[type=checkbox]").check()
+    rows.nth(2).locator("textarea").fill("W = None")
+    page.click("#export")
+    exported = json.loads(page.locator("#export-output").input_value())
+    q = exported["questions"][0]
+    assert q["decision"] == "keep" and q["sites"][0]["decision"] is None
+    assert (q["sites"][1]["decision"], q["sites"][1]["edit"]) == ("edit", "W = None")
+    page.close()

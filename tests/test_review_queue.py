@@ -326,3 +326,12 @@ def test_window_cli_by_commit_refuses_mixed_forms_in_one_line(tmp_path):
         subprocess.run(["git", "-C", str(down), "branch", "--list", "sync/*"], capture_output=True).stdout
         == b""
     )
+
+
+def test_unmapped_sites_group_by_the_reference_they_name():
+    from sync.reports.questions import reference_of
+
+    assert reference_of("from sglang.srt.layers import deep_gemm_wrapper") == "sglang.srt.layers"
+    assert reference_of('    "sglang.srt.layers",') == "sglang.srt.layers"
+    assert reference_of("quantize=sglang_per_token_group_quant_fp8,") == "sglang_per_token_group_quant_fp8"
+    assert reference_of("from sglang.srt.server_args import ServerArgs") != "sglang.srt.layers"

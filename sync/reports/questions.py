@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -111,6 +112,19 @@ def port_diff(out: FileOutcome) -> str:
         base.splitlines(keepends=True), theirs.splitlines(keepends=True), old, f"b/{out.upstream_path}"
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+_TOKEN = re.compile(r"[A-Za-z_][\w.]*")
+_SGLANG = re.compile(r"sglang", re.IGNORECASE)
+
+
+def reference_of(snippet: str) -> str:
+    """The SGLang reference a line names (a dotted module or a name), which groups unmapped sites."""
+    for m in _TOKEN.finditer(snippet):
+        token = m.group(0).strip(".")
+        if _SGLANG.search(token):
+            return token
+    return snippet.strip()
 
 
 def content_key(kind: str, *parts: bytes | str) -> str:
@@ -315,8 +329,15 @@ def build_questions(
                 snippet,
                 content_key("unsupported", rule_id, snippet.strip()),
             )
-        for ref_path, line, snippet in refs:
-            site("unmapped", ref_path, out, line, snippet, content_key("unmapped", snippet.strip()))
+        for _path, line, snippet in refs:
+            site(
+                "unmapped",
+                reference_of(snippet),
+                out,
+                line,
+                snippet,
+                content_key("unmapped", snippet.strip()),
+            )
     for kind in GROUP_KINDS:
         for (k, _ref), g in sorted(groups.items()):
             if k == kind:
