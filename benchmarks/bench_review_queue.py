@@ -78,7 +78,10 @@ def queue_report(result) -> None:
         f"questions: {len(qs)} by tier {dict(Counter(q.tier for q in qs))}, by kind {dict(Counter(q.kind for q in qs))}"
     )
     sites = sum(len(q.sites) for q in qs)
-    print(f"  grouped: {sum(1 for q in qs if q.sites)} questions hold {sites} sites")
+    recorded = sum(1 for q in qs for s in q.sites if s.get("recorded_in"))
+    print(
+        f"  grouped: {sum(1 for q in qs if q.sites)} questions hold {sites} sites ({recorded} with a recorded decision)"
+    )
     no_pr = [q.id for q in qs if not q.prs] + [f"{q.id} site" for q in qs for s in q.sites if not s["prs"]]
     print(f"  every question and site names PRs: {not no_pr} {no_pr[:5]}")
     hunks = [q for q in qs if q.kind in ("conflict", "add_add")]
@@ -109,6 +112,9 @@ def main() -> None:
     ap.add_argument("--scratch", default=None)
     ap.add_argument("--skip-vime", action="store_true")
     ap.add_argument("--only-vime", action="store_true")
+    ap.add_argument(
+        "--edits-for-window-2", action="store_true", help="also edit lines next to window 2's changes"
+    )
     args = ap.parse_args()
     scratch = Path(args.scratch or tempfile.mkdtemp(prefix="vime-bench-queue-"))
     scratch.mkdir(parents=True, exist_ok=True)
@@ -119,12 +125,12 @@ def main() -> None:
     history = first_parent_log(up, "HEAD")
     cut, tip1, tip2 = (find_pr_commit(history, n).sha for n in (2013, 2125, 2298))
     if not args.only_vime:
-        chained(up, down, cut, tip1, tip2, rules)
+        chained(up, down, cut, tip1, tip2, rules, args.edits_for_window_2)
     if not args.skip_vime:
         vime_itself(up, scratch / "vime-self")
 
 
-def chained(up: Path, down: Path, cut: str, tip1: str, tip2: str, rules) -> None:
+def chained(up: Path, down: Path, cut: str, tip1: str, tip2: str, rules, edits_for_window_2: bool) -> None:
     t0 = time.perf_counter()
     files = build_downstream(up, down, cut, rules)
     overlap, apart, outside, renamed, adjacent = plan_edits(up, cut, tip1, rules, files)
@@ -141,6 +147,16 @@ def chained(up: Path, down: Path, cut: str, tip1: str, tip2: str, rules) -> None
     print("  resolve applied:", answer_and_resolve(w1))
     moved = {o.renamed_from: o.path for o in w1.outcomes if o.renamed_from}
     merge_into_main(down, w1)
+    if edits_for_window_2:  # more downstream edits, next to window 2's changes: conflicts to attribute
+        with BlobReader(down) as blobs:
+            now = {p: blobs.read(oid) for p, (mode, oid) in ls_tree(down, "HEAD").items() if mode != "160000"}
+        o2, a2, _, _, j2 = plan_edits(up, tip1, tip2, rules, now)
+        more = {p: d for p, d in {**o2, **a2, **j2}.items() if p not in edits and p not in moved.values()}
+        for rel, data in more.items():
+            (down / rel).write_bytes(data)
+        sh(down, "commit", "-q", "-a", "-m", "vime edits after window 1")
+        edits |= more
+        print(f"  {len(more)} more downstream edits next to window 2's changes: {sorted(more)}")
 
     t = time.perf_counter()
     w2 = run_window(up, down, to_pr=2298, per_pr=True)

@@ -71,16 +71,21 @@ class Layout:
             return Placement(self.default)
         key, value = hit
         if isinstance(value, dict):
-            target = value["port"]
-            if key.endswith("/") and target.endswith("/"):
-                target = target + upstream_path[len(key) :]
-            return Placement("port", target, key)
+            return Placement("port", _target(key, value["port"], upstream_path), key)
         if value == "owned":
             return Placement("port", None, key)
         if value in ("ignore", "mirror"):
             return Placement(value, None, key)
-        target = value + upstream_path[len(key) :] if key.endswith("/") and value.endswith("/") else value
-        return Placement("mirror", target, key)
+        return Placement("mirror", _target(key, value, upstream_path), key)
+
+
+def _target(key: str, to: str, upstream_path: str) -> str:
+    """A folder onto a folder keeps the rest of the path; a file or glob onto a folder keeps its name."""
+    if not to.endswith("/"):
+        return to
+    if key.endswith("/"):
+        return to + upstream_path[len(key) :]
+    return to + upstream_path.rsplit("/", 1)[-1]
 
 
 def parse_layout(text: str, source: str = LAYOUT_FILE) -> Layout:

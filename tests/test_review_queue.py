@@ -153,7 +153,8 @@ def test_a_hunk_where_upstream_deleted_lines_names_the_deleting_pr(tmp_path):
 def test_regression_gate_reports_new_fixed_and_preexisting_and_bisects_the_pr(tmp_path):
     base = {"slime/ok.py": "OK = 1\n", "slime/old_bad.py": "def old(:\n", "slime/fix_me.py": "def f(:\n"}
     up, down = _pair(tmp_path, base)
-    commit(up, "fine (#2)", {"slime/ok.py": "OK = 2\n"})
+    commit(up, "fine, and moves an old failure down a line (#2)", {"slime/ok.py": "OK = 2\n",
+                                                                 "slime/old_bad.py": "X = 1\ndef old(:\n"})  # fmt: skip
     commit(up, "breaks (#3)", {"slime/new.py": "def broken(:\n    pass\n"})
     commit(up, "fixes (#4)", {"slime/fix_me.py": "def f():\n    pass\n"})
     commit(up, "fine again (#5)", {"slime/ok.py": "OK = 3\n"})
@@ -335,3 +336,24 @@ def test_unmapped_sites_group_by_the_reference_they_name():
     assert reference_of('    "sglang.srt.layers",') == "sglang.srt.layers"
     assert reference_of("quantize=sglang_per_token_group_quant_fp8,") == "sglang_per_token_group_quant_fp8"
     assert reference_of("from sglang.srt.server_args import ServerArgs") != "sglang.srt.layers"
+
+
+def test_failures_compare_without_line_numbers_and_layout_targets():
+    from sync.gate.regression import keyed
+    from sync.gate.result import GateFailure
+    from sync.layout import parse_layout
+
+    def imp(line: int) -> GateFailure:
+        return GateFailure(
+            "sglang-import",
+            f"vime/x.py:{line} imports sglang.srt.a and no keep rule covers it",
+            ["vime/x.py"],
+        )
+
+    assert keyed([imp(40)]).keys() == keyed([imp(42)]).keys()  # shifted, still the same failure
+    assert len(keyed([imp(40), imp(50)])) == 2  # twice in a file stays twice
+    layout = parse_layout('kind = "layout"\n[paths]\n"slime/u.py" = { port = "vime/algorithms/" }\n'
+                          '"slime/d/" = { port = "vime/e/" }\n"slime/*.md" = "ignore"\n')  # fmt: skip
+    assert layout.place("slime/u.py").to == "vime/algorithms/u.py"
+    assert layout.place("slime/d/x/y.py").to == "vime/e/x/y.py"
+    assert layout.place("slime/a.md").action == "ignore" and layout.place("other.py").action == "mirror"

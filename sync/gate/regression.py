@@ -26,13 +26,24 @@ from sync.gate.result import GateFailure, GateResult, pr_label, prs_for
 
 PER_PR_SUBJECT = re.compile(r"^sync\(slime #\d+\.\.#\d+\) \d+/\d+: (#(\d+)|([0-9a-f]{8})) ")
 _LINE = re.compile(r"\b(line|lines) \d+(\s*[-–]\s*\d+)?")
+_AT_LINE = re.compile(r"(\S):\d+\b")  # path:LINE
 
 Key = tuple[str, tuple[str, ...], str]
 Probe = Callable[[str], dict[Key, GateFailure]]
 
 
 def failure_key(f: GateFailure) -> Key:
-    return (f.check, tuple(sorted(f.files)), _LINE.sub(r"\1 N", f.message))
+    return (f.check, tuple(sorted(f.files)), _AT_LINE.sub(r"\1:N", _LINE.sub(r"\1 N", f.message)))
+
+
+def keyed(failures: list[GateFailure]) -> dict[Key, GateFailure]:
+    """Failures by key; the same failure twice in a file (at two lines) stays two, numbered by order."""
+    out: dict[Key, GateFailure] = {}
+    for f in sorted(failures, key=lambda f: (f.check, f.files, f.line or 0, f.message)):
+        check, files, message = failure_key(f)
+        n = sum(1 for k in out if k[:2] == (check, files) and k[2].rsplit(" #", 1)[0] == message)
+        out[(check, files, f"{message} #{n + 1}")] = f
+    return out
 
 
 @dataclass
@@ -120,7 +131,7 @@ def static_probe(repo: Path, rules: Any = None) -> Probe:
         with checkout(repo, rev) as tree:
             result = GateResult()
             run_static_checks(tree, {}, load_gate_config(tree), result, rules)
-        return {failure_key(f): f for f in result.failures}
+        return keyed(result.failures)
 
     return probe
 
