@@ -357,3 +357,16 @@ def test_failures_compare_without_line_numbers_and_layout_targets():
     assert layout.place("slime/u.py").to == "vime/algorithms/u.py"
     assert layout.place("slime/d/x/y.py").to == "vime/e/x/y.py"
     assert layout.place("slime/a.md").action == "ignore" and layout.place("other.py").action == "mirror"
+
+
+def test_an_owned_file_deleted_upstream_is_a_port_request_and_theirs_deletes_it(tmp_path):
+    up, down = _pair(tmp_path, {"slime/own.py": "O = 1\n", "slime/a.py": "A = 1\n"})
+    commit(down, "layout", {"translations/layout.toml": 'kind = "layout"\n[paths]\n"slime/own.py" = "owned"\n'})
+    commit(up, "drop (#2)", {"slime/own.py": None})
+    result = _window(up, down, 2, 2)
+    [q] = result.questions
+    assert q.kind == "port" and q.alternative is None and "deletion" in q.summary
+    assert (result.worktree / "vime/own.py").exists()
+    _answer(result, lambda q: q.update(decision="theirs"))
+    resolve_branch(result.worktree)
+    assert not (result.worktree / "vime/own.py").exists()

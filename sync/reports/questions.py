@@ -308,8 +308,10 @@ def build_questions(
             add(
                 "port", out, content_key("port", out.path, out.alternative or b""),
                 f"{out.note}: ours = vime stays as it is and the change is ported by hand (the translated "
-                f"upstream diff is saved beside this report); theirs = adopt upstream's translated file",
-                PORT_OPTIONS, "ours", alternative=f"alternatives/{out.path}", diff=f"ports/{out.path}.diff",
+                f"upstream diff is saved beside this report); theirs = adopt upstream's "
+                f"{'translated file' if out.alternative is not None else 'deletion'}",
+                PORT_OPTIONS, "ours", diff=f"ports/{out.path}.diff",
+                alternative=f"alternatives/{out.path}" if out.alternative is not None else None,
                 sides={"theirs": port_diff(out)},
             )  # fmt: skip
         if out.theirs is not None and out.theirs.parse_error and out.outcome not in ("not_mirrored", "port"):

@@ -56,7 +56,7 @@ def port_request(
     """A change nothing of which lands: the translated upstream file and diff go beside the report."""
     return FileOutcome(
         path, upstream_path, "port", data=None, base=base, theirs=theirs, note=why,
-        alternative=theirs.data if theirs is not None else b"",
+        alternative=theirs.data if theirs is not None else None,  # None: upstream deleted it
     )  # fmt: skip
 
 
