@@ -97,7 +97,7 @@ def test_one_question_per_rule_and_reference_with_every_site_and_per_site_decisi
     second = _window(up, down, 4)
     [group] = second.questions
     assert [s.get("recorded_in") for s in group.sites] == ["2-3", None]
-    assert group.tier == "Confirm" and "1 of the sites have a recorded decision" in group.summary
+    assert group.tier == "Confirm" and "1 of 2 sites already have a recorded decision" in group.summary
 
 
 def test_a_group_whose_every_site_is_recorded_is_settled(tmp_path):

@@ -220,7 +220,7 @@ def _group_question(g: _Group, qid: str, order: list[int | str]) -> Question:
         windows = sorted({s.get("recorded_in") or "?" for s in settled})
         q.summary += f" (recorded decisions from window {', '.join(windows)})"
     elif settled:
-        q.summary += f"; {len(settled)} of the sites have a recorded decision"
+        q.summary += f"; {len(settled)} of {len(g.sites)} sites already have a recorded decision"
     return q
 
 
