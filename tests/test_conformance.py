@@ -176,7 +176,7 @@ def test_wrappers_come_from_the_rule_tables():
     assert {"_make_request", "post", "get"} <= names
 
 
-def test_translate_stage_questions_the_rule_on_the_line(api, tmp_path):
+def test_translate_stage_questions_the_rule_on_the_line(api):
     """End to end through the translator: the finding names the rule that wrote the line, and that
     line is counted as questioned, not converted."""
     from sync.conformance.stage import check_tree
@@ -184,17 +184,90 @@ def test_translate_stage_questions_the_rule_on_the_line(api, tmp_path):
 
     upstream = textwrap.dedent(
         """
-        import requests
-
         class Engine:
-            def flush_cache(self):
-                requests.get(f"http://{self.server_host}:{self.server_port}/flush_cache")
+            def update_weights_from_distributed(self, names, dtypes, shapes, group_name):
+                return self._make_request(
+                    "update_weights_from_distributed",
+                    {"names": names, "dtypes": dtypes, "shapes": shapes, "group_name": group_name},
+                )
         """
     ).encode()
     rules = load_rules()
-    result = check_tree(translate_tree([("slime/backends/sglang_utils/sglang_engine.py", upstream)], rules), rules, api)
+    result = check_tree(
+        translate_tree([("slime/backends/sglang_utils/sglang_engine.py", upstream)], rules), rules, api
+    )
     [ft] = result.files
+    text = ft.data.decode()
+    assert '{"update_info": {"names": names, "dtype_names": dtypes' in text
     [finding] = ft.findings
-    assert finding.rule == "ep.flush_cache" and finding.kind == "wrong-method"
+    assert finding.rule == "ep.update_distributed" and finding.kind == "unknown-field"
+    assert "'group_name' in update_info" in finding.message and finding.effect == "rejected"
     assert result.stats.references_questioned == 1
     assert result.stats.http_calls == 1
+
+
+def translated(source: str, path: str = "slime/backends/sglang_utils/sglang_engine.py") -> str:
+    from sync.translate import translate_file
+
+    return translate_file(path, textwrap.dedent(source).encode(), load_rules()).data.decode()
+
+
+def test_rules_reshape_calls_the_way_vllm_takes_them(api):
+    """The endpoint rules' call shapes (method, embedded body, query tags, rpc method), each checked
+    by the checker afterwards: the translated calls have no findings, and no line moved."""
+    source = """
+    import requests
+
+
+    class Engine:
+        def flush_cache(self):
+            return requests.get(f"http://{self.server_host}:{self.server_port}/flush_cache")
+
+        def resume_memory_occupation(self, tags):
+            return self._make_request("resume_memory_occupation", {"tags": tags})
+
+        def init_weights_update_group(self, address, port, offset, size):
+            return self._make_request(
+                "init_weights_update_group",
+                {
+                    "master_address": address,
+                    "master_port": port,
+                    "rank_offset": offset,
+                    "world_size": size,
+                },
+            )
+
+        def update_weights_from_disk(self, path):
+            return self._make_request("update_weights_from_disk", {"weights_path": path})
+
+        def destroy_weights_update_group(self, group_name):
+            return self._make_request("destroy_weights_update_group", {"group_name": group_name})
+    """
+    text = translated(source)
+    assert text.count("\n") == textwrap.dedent(source).count("\n")
+    assert 'requests.post(f"http://{self.server_host}:{self.server_port}/reset_prefix_cache")' in text
+    assert "self._make_request(f\"wake_up?{'&'.join('tags=' + str(v) for v in (tags or []))}\")" in text
+    assert '"init_weight_transfer_engine",\n            {"init_info": {' in text
+    assert '{"method": "reload_weights", "kwargs": {"weights_path": path}}' in text
+    assert 'self._make_request("shutdown_weight_transfer_engine")' in text
+    compile(text, "translated.py", "exec")
+    assert findings(api, text) == []
+
+
+def test_payload_variable_subscript_is_renamed():
+    text = translated(
+        """
+        def generate(ids, sp):
+            payload["input_ids"] = ids
+            other["input_ids"] = ids
+        """,
+        path="slime/rollout/sglang_rollout.py",
+    )
+    assert 'payload["token_ids"] = ids' in text and 'other["input_ids"] = ids' in text
+
+
+def test_router_policy_name_is_translated():
+    text = translated(
+        'ok = args.router_policy == "consistent_hashing"\n', path="slime/rollout/sglang_rollout.py"
+    )
+    assert '"consistent_hash"' in text

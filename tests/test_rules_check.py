@@ -112,3 +112,20 @@ def test_text_rule_shadowed_by_an_earlier_one_and_flag_name_disagreement(tmp_pat
     problems = check_tables(directory, check_imports=False)
     assert any("'text.zz_router' is shadowed by 'text.zz_any'" in p for p in problems)
     assert any("'name.zz_router_ip' renames 'sglang_router_ip' to 'router_ip'" in p for p in problems)
+
+
+def test_two_source_flags_mapped_to_one_target_flag_are_refused(tmp_path):
+    """slime's parser defines --sglang-pp-size and --sglang-pipeline-parallel-size; mapping both to
+    --vllm-pipeline-parallel-size makes the translated parser define it twice and crash."""
+    table = (
+        'kind = "string"\n'
+        '[[rule]]\nid = "zz.a"\nfrom = "--sglang-zz-size"\nto = "--vllm-zz-size"\nstatus = "full"\n'
+        'role = "flag"\nnote = "n"\n'
+        '[[rule]]\nid = "zz.b"\nfrom = "--sglang-zz-long-size"\nto = "--vllm-zz-size"\nstatus = "full"\n'
+        'role = "flag"\nnote = "n"\n'
+    )
+    directory = _tables(tmp_path, {"zz_flags.toml": table})
+    problems = check_tables(directory, check_imports=False)
+    assert len(problems) == 1 and "'zz.b'" in problems[0] and "twice" in problems[0]
+    result = CliRunner().invoke(app, ["rules", "check", "--rules", str(directory), "--no-vllm"])
+    assert result.exit_code == 1

@@ -41,7 +41,7 @@ def test_only_the_statement_that_needs_it_changes_and_provenance_points_at_it():
     assert len(before) == len(after)
     changed = [number for number, (a, b) in enumerate(zip(before, after, strict=True), start=1) if a != b]
     assert changed == [17]
-    assert after[16] == '        return requests.get(f"{url}/reset_prefix_cache")'
+    assert after[16] == '        return requests.post(f"{url}/reset_prefix_cache")'  # vLLM takes POST only
     assert [(a.rule_id, a.line) for a in result.applied if a.line] == [("ep.flush_cache", 17)]
 
 

@@ -33,6 +33,44 @@ RESPONSE_MODELS = {
     "/v1/models": ("vllm.entrypoints.serve.engine.protocol", "ModelList"),
 }
 
+# Embedded bodies whose shape the weight-transfer backend decides: the NCCL backend's dataclasses
+# (vLLM builds them with ``cls(**info)``, so an unknown key is an error).
+NESTED_BODIES = {
+    "/init_weight_transfer_engine": (
+        "init_info",
+        "vllm.distributed.weight_transfer.nccl_common",
+        "NCCLWeightTransferInitInfo",
+    ),
+    "/update_weights": (
+        "update_info",
+        "vllm.distributed.weight_transfer.nccl_engine",
+        "NCCLWeightTransferUpdateInfo",
+    ),
+}
+
+
+def _dataclass_schema(module: str, name: str) -> dict[str, Any] | None:
+    import dataclasses
+    import importlib
+
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    required = [
+        f.name
+        for f in fields
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    return {
+        "type": "object",
+        "title": f"{name} (NCCL weight-transfer backend)",
+        "properties": {f.name: {} for f in fields},
+        "required": required,
+        "additionalProperties": False,
+    }
+
 
 def _handler_facts(endpoint: Any) -> dict[str, Any]:
     """Body keys, required body keys, query keys and response keys a raw-request handler uses."""
@@ -181,6 +219,14 @@ def build() -> dict[str, Any]:
         schemas[name] = schema
         for op in routes[path].values():
             op["response"] = {"$ref": f"#/components/schemas/{name}"}
+    for path, (key, module, name) in NESTED_BODIES.items():
+        nested = _dataclass_schema(module, name)
+        op = routes.get(path, {}).get("POST")
+        if nested is None or op is None or op["body"] is None:
+            continue
+        ref = op["body"]["schema"].get("$ref", "").rsplit("/", 1)[-1]
+        if ref in schemas and key in schemas[ref].get("properties", {}):
+            schemas[ref] = {**schemas[ref], "properties": {**schemas[ref]["properties"], key: nested}}
     return {"routes": routes, "schemas": schemas, "router_policies": _router_policies()}
 
 

@@ -110,6 +110,29 @@ def flag_name_problems(rules: list[Rule]) -> list[str]:
     return problems
 
 
+def duplicate_flag_targets(rules: list[Rule]) -> list[str]:
+    """Two source flags that map to one target flag: a translated parser that defines both (slime
+    defines ``--sglang-pp-size`` and ``--sglang-pipeline-parallel-size``) crashes on a duplicate option."""
+    first: dict[str, Rule] = {}
+    problems = []
+    for rule in rules:
+        if (
+            rule.kind != "string"
+            or rule.role != "flag"
+            or rule.leaves_code
+            or rule.extra.get("match") == "prefix"
+        ):
+            continue
+        other = first.setdefault(rule.to, rule)
+        if other is not rule:
+            problems.append(
+                f"{rule.source}: rule {rule.id!r} maps {rule.from_} to {rule.to}, as {other.id!r} maps "
+                f"{other.from_}: a parser defining both would define {rule.to} twice; map one of them "
+                f"to another flag or mark it unsupported"
+            )
+    return problems
+
+
 def _fullmatch(pattern: str, text: str) -> bool:
     try:
         return re.fullmatch(pattern, text) is not None or re.search(pattern, text) is not None
@@ -173,6 +196,7 @@ def check_tables(directory: Path | None = None, check_imports: bool = True) -> l
             problems.extend(schema_problems(rule))
     problems.extend(shadowing_problems(rules))
     problems.extend(flag_name_problems(rules))
+    problems.extend(duplicate_flag_targets(rules))
     if check_imports and vllm_installed():
         problems.extend(import_problems(rules))
     return problems

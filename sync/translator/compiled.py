@@ -130,6 +130,10 @@ class CompiledRules(TextRules, Triggers):
         return frozenset(self.rules.settings.get("string", {}).get("payload_marker_keys", ()))
 
     @cached_property
+    def payload_variables(self) -> frozenset[str]:
+        return frozenset(self.rules.settings.get("string", {}).get("payload_variables", ()))
+
+    @cached_property
     def fields(self) -> dict[str, list[Rule]]:
         table: dict[str, list[Rule]] = {}
         for rule in self._strings("field"):

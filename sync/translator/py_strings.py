@@ -12,6 +12,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from sync.translator.cst_base import RecordingTransformer
+from sync.translator.http_calls import VERBS, new_body, query_from_body, query_route, reshapes
 
 _QUOTES = ('"""', "'''", '"', "'")
 
@@ -36,6 +37,7 @@ class StringRolePass(RecordingTransformer):
         super().__init__(context)
         self._payload_depth = 0
         self._caller_args: set[int] = set()  # id() of first args of endpoint callers
+        self._payload_keys: set[int] = set()  # id() of subscript keys of those names
 
     # --- context: payload dicts and endpoint callers ------------------------------------------
     def visit_Dict(self, node: cst.Dict) -> None:
@@ -61,6 +63,94 @@ class StringRolePass(RecordingTransformer):
         if name in self.rules.endpoint_callers and node.args:
             self._caller_args.add(id(node.args[0].value))
 
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """``payload["input_ids"] = ...``: a key of a variable the tables name as a request payload.
+
+        The passes see one statement at a time, so the dict literal that made ``payload`` a payload
+        is out of sight; ``payload_variables`` (strings.toml) names such variables instead.
+        """
+        if isinstance(node.value, cst.Name) and node.value.value in self.rules.payload_variables:
+            for element in node.slice:
+                if isinstance(element.slice, cst.Index):
+                    self._payload_keys.add(id(element.slice.value))
+
+    # --- calls whose vLLM route is called differently (http_calls) -------------------------------
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        rule = self._reshape_rule(original_node)
+        if rule is None:
+            return updated_node
+        if self._is_caller(original_node):
+            return self._reshape_caller(rule, updated_node)
+        return self._reshape_verb_call(rule, updated_node)
+
+    def _is_caller(self, node: cst.Call) -> bool:
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        return name in self.rules.endpoint_callers
+
+    def _reshape_rule(self, node: cst.Call):
+        if not node.args or node.args[0].keyword is not None:
+            return None
+        first = node.args[0].value
+        rule = None
+        if self._is_caller(node) and isinstance(first, cst.SimpleString):
+            value = first.evaluated_value
+            rule = self.rules.endpoints.get("/" + value) if isinstance(value, str) else None
+        elif (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in VERBS
+            and isinstance(first, cst.SimpleString | cst.FormattedString)
+            and self.rules.endpoint_regex is not None
+        ):
+            match = self.rules.endpoint_regex.search(cst.Module([]).code_for_node(first))
+            rule = self.rules.endpoints.get(match.group(1)) if match else None
+        return rule if rule is not None and not rule.leaves_code and reshapes(rule) else None
+
+    def _reshape_caller(self, rule, call: cst.Call) -> cst.Call:
+        args = list(call.args)
+        body = args[1].value if len(args) > 1 and args[1].keyword is None and args[1].star == "" else None
+        pairs = query_from_body(rule, body)
+        if pairs is not None:
+            first = args[0].with_changes(value=query_route(rule.to.lstrip("/"), pairs))
+            return call.with_changes(args=[first.with_changes(comma=cst.MaybeSentinel.DEFAULT), *args[2:]])
+        reshaped = new_body(rule, body)
+        if body is not None and reshaped is None:
+            del args[1]
+            args[0] = args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT) if len(args) == 1 else args[0]
+        elif body is not None and reshaped is not body:
+            args[1] = args[1].with_changes(value=reshaped)
+        elif body is None and reshaped is not None and len(args) == 1:
+            comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            args = [args[0].with_changes(comma=comma), cst.Arg(reshaped)]
+        return call.with_changes(args=args)
+
+    def _reshape_verb_call(self, rule, call: cst.Call) -> cst.Call:
+        func = call.func
+        method = str(rule.extra.get("method", "")).lower()
+        if method and isinstance(func, cst.Attribute) and func.attr.value != method:
+            call = call.with_changes(func=func.with_changes(attr=cst.Name(method)))
+        args = list(call.args)
+        for index, arg in enumerate(args):
+            if arg.keyword is None or arg.keyword.value != "json":
+                continue
+            if query_from_body(rule, arg.value) is not None:
+                args[index] = arg.with_changes(keyword=cst.Name("params"))
+            else:
+                reshaped = new_body(rule, arg.value)
+                if reshaped is None:
+                    del args[index]
+                elif reshaped is not arg.value:
+                    args[index] = arg.with_changes(value=reshaped)
+            break
+        else:
+            reshaped = new_body(rule, None)
+            if reshaped is not None and args:
+                comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                args[-1] = args[-1].with_changes(comma=comma)
+                args.append(cst.Arg(reshaped, keyword=cst.Name("json"), equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))  # fmt: skip
+        return call.with_changes(args=args)
+
     # --- literals --------------------------------------------------------------------------------
     def leave_SimpleString(
         self, original_node: cst.SimpleString, updated_node: cst.SimpleString
@@ -82,7 +172,8 @@ class StringRolePass(RecordingTransformer):
             rule = rules.endpoints.get("/" + body)
             if rule is not None:
                 return self._take(node, rule, body, rule.to.lstrip("/"))
-        rule = rules.field_rule(body, self.context.path, self._payload_depth > 0)
+        in_payload = self._payload_depth > 0 or id(node) in self._payload_keys
+        rule = rules.field_rule(body, self.context.path, in_payload)
         if rule is not None:
             return self._take(node, rule, body, rule.to)
         if body.startswith("SGLANG_") and rules.is_identifier(body):
