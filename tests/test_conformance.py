@@ -271,3 +271,43 @@ def test_router_policy_name_is_translated():
         'ok = args.router_policy == "consistent_hashing"\n', path="slime/rollout/sglang_rollout.py"
     )
     assert '"consistent_hash"' in text
+
+
+def test_sglang_names_through_a_reexport_module_are_reported_where_used():
+    """slime's megatron_utils/sglang.py re-exports SGLang helpers; the files that import them from
+    it carry no SGLang reference, yet must be reported (at the importing line, under the rule that
+    left the SGLang import)."""
+    from sync.conformance.stage import check_tree
+    from sync.translate import translate_tree
+
+    compat = textwrap.dedent(
+        """
+        try:
+            from sglang.srt.utils.patch_torch import monkey_patch_torch_reductions
+        except ImportError:
+            monkey_patch_torch_reductions = None
+        from sglang.srt.utils import MultiprocessingSerializer
+        """
+    ).encode()
+    user = b"import torch\n\nfrom ..sglang import MultiprocessingSerializer, monkey_patch_torch_reductions\n"
+    plain = b"from ..sglang import something_else\n"
+    rules = load_rules()
+    files = [
+        ("slime/backends/megatron_utils/sglang.py", compat),
+        ("slime/backends/megatron_utils/update_weight/update_weight_from_tensor.py", user),
+        ("slime/backends/megatron_utils/update_weight/other.py", plain),
+    ]
+    before = translate_tree(files, rules)
+    user_before = next(ft for ft in before.files if ft.src_path.endswith("from_tensor.py"))
+    assert user_before.unsupported == []  # the translator alone does not see it
+    result = check_tree(before, rules, None)
+    by_src = {ft.src_path.rsplit("/", 1)[-1]: ft for ft in result.files}
+    hits = by_src["update_weight_from_tensor.py"].unsupported
+    assert sorted(h.line for h in hits) == [3, 3]
+    assert {h.snippet.split("# ")[1].split(":")[0] for h in hits} == {
+        "MultiprocessingSerializer",
+        "monkey_patch_torch_reductions",
+    }
+    assert all(rules.rule(h.rule_id).status == "unsupported" for h in hits)
+    assert by_src["other.py"].unsupported == []
+    assert result.stats.references_unsupported == before.stats.references_unsupported + 2

@@ -2,7 +2,8 @@
 
 ``check_translation`` is the plumbing (a FileTranslation and the API in, findings out);
 ``translate_checked`` is ``translate_file`` followed by it, the translator the window uses, so
-findings reach the review queue; ``check_tree`` does the same for ``vime-sync translate``.
+findings reach the review queue; ``check_tree`` does the same for ``vime-sync translate``, and
+adds the tree-wide check of SGLang names imported through re-export modules.
 A line that a finding names is never counted as converted: the rule applied there is questioned.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from sync.conformance.check import RuleAt, check_calls, check_policies
 from sync.conformance.extract import Wrapper, extract, wrappers_from_settings
 from sync.conformance.model import Finding
+from sync.conformance.reexports import reexport_hits
 from sync.conformance.schema import Api, ApiUnavailable, load_api
 from sync.rules import RuleSet
 from sync.translate import translate_file
@@ -70,10 +72,19 @@ def translate_checked(path: str, data: bytes, rules: RuleSet) -> FileTranslation
     return check_translation(ft, rules, api) if api is not None else ft
 
 
-def check_tree(result: TreeResult, rules: RuleSet, api: Api) -> TreeResult:
-    """The conformance stage over a whole translated tree (totals recomputed)."""
+def check_tree(result: TreeResult, rules: RuleSet, api: Api | None) -> TreeResult:
+    """The conformance stage over a whole translated tree: HTTP calls (when ``api`` is given) and
+    SGLang-only names imported through re-export modules (``reexports``); totals recomputed."""
+    python = [ft for ft in result.files if ft.kind == "python" and ft.dst_path is not None]
+    for ft in python:
+        if api is not None:
+            check_translation(ft, rules, api)
+    texts = [(ft.dst_path or "", decode(ft.data)[0]) for ft in python]
+    by_path = {ft.dst_path: ft for ft in python}
+    for path, hits in reexport_hits(texts, rules).items():
+        ft = by_path[path]
+        ft.unsupported = sorted(set(ft.unsupported) | set(hits))
     stats = TreeStats()
     for ft in result.files:
-        check_translation(ft, rules, api)
         stats.add(ft)
     return TreeResult(files=result.files, stats=stats)
