@@ -257,7 +257,7 @@ def test_owned_never_present_mapped_and_ignored_paths(tmp_path):
     ).read_text() == "M = 2\n"
     ports = [q for q in result.questions if q.kind == "port"]
     assert [q.file for q in ports] == ["vime/own.py"]
-    diff = (result.report_dir / "ports/vime/own.py.diff").read_text()
+    diff = (result.report_dir / "ports/slime/own.py.diff").read_text()
     assert "-O = 1\n+O = 2\n" in diff and ports[0].default == "ours" and ports[0].tier == "Confirm"
     _answer(result, lambda q: q.update(decision="theirs") if q["kind"] == "port" else None)
     resolve_branch(wt)
@@ -361,7 +361,9 @@ def test_failures_compare_without_line_numbers_and_layout_targets():
 
 def test_an_owned_file_deleted_upstream_is_a_port_request_and_theirs_deletes_it(tmp_path):
     up, down = _pair(tmp_path, {"slime/own.py": "O = 1\n", "slime/a.py": "A = 1\n"})
-    commit(down, "layout", {"translations/layout.toml": 'kind = "layout"\n[paths]\n"slime/own.py" = "owned"\n'})
+    commit(
+        down, "layout", {"translations/layout.toml": 'kind = "layout"\n[paths]\n"slime/own.py" = "owned"\n'}
+    )
     commit(up, "drop (#2)", {"slime/own.py": None})
     result = _window(up, down, 2, 2)
     [q] = result.questions
@@ -370,3 +372,15 @@ def test_an_owned_file_deleted_upstream_is_a_port_request_and_theirs_deletes_it(
     _answer(result, lambda q: q.update(decision="theirs"))
     resolve_branch(result.worktree)
     assert not (result.worktree / "vime/own.py").exists()
+
+
+def test_two_upstream_files_ported_onto_one_vime_module_keep_two_diffs(tmp_path):
+    up, down = _pair(tmp_path, {"slime/x1.py": "X1 = 1\n", "slime/x2.py": "X2 = 1\n"})
+    layout = 'kind = "layout"\n[paths]\n"slime/x1.py" = { port = "vime/shared.py" }\n"slime/x2.py" = { port = "vime/shared.py" }\n'
+    commit(down, "layout", {"translations/layout.toml": layout, "vime/shared.py": "SHARED = 1\n"})
+    commit(up, "both (#2)", {"slime/x1.py": "X1 = 2\n", "slime/x2.py": "X2 = 2\n"})
+    result = _window(up, down, 2, 2)
+    assert [(q.kind, q.file) for q in result.questions] == [("port", "vime/shared.py")] * 2
+    assert "+X1 = 2" in (result.report_dir / "ports/slime/x1.py.diff").read_text()
+    assert "+X2 = 2" in (result.report_dir / "ports/slime/x2.py.diff").read_text()
+    assert (result.worktree / "vime/shared.py").read_text() == "SHARED = 1\n"

@@ -26,9 +26,13 @@ def build_reports(ctx: ReportContext) -> dict[str, bytes]:
     rows = window_rows(ctx.window, ctx.name, ctx.outcomes, ctx.downstream_commits)
     files |= ledger_files(merge_rows(ctx.previous_ledger, rows))
     by_path = {o.path: o for o in ctx.outcomes}
+    ports = {o.upstream_path: o for o in ctx.outcomes if o.outcome == "port"}
     for q in ctx.questions:
         if q.alternative:
-            alt = by_path[q.file].alternative
+            source = (
+                ports[q.alternative.removeprefix("alternatives/")] if q.kind == "port" else by_path[q.file]
+            )
+            alt = source.alternative
             if alt is not None:
                 files[f"{base}/{q.alternative}"] = alt
         if q.diff:

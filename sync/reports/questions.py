@@ -310,8 +310,8 @@ def build_questions(
                 f"{out.note}: ours = vime stays as it is and the change is ported by hand (the translated "
                 f"upstream diff is saved beside this report); theirs = adopt upstream's "
                 f"{'translated file' if out.alternative is not None else 'deletion'}",
-                PORT_OPTIONS, "ours", diff=f"ports/{out.path}.diff",
-                alternative=f"alternatives/{out.path}" if out.alternative is not None else None,
+                PORT_OPTIONS, "ours", diff=f"ports/{out.upstream_path}.diff",  # upstream path: two may share a target
+                alternative=f"alternatives/{out.upstream_path}" if out.alternative is not None else None,
                 sides={"theirs": port_diff(out)},
             )  # fmt: skip
         if out.theirs is not None and out.theirs.parse_error and out.outcome not in ("not_mirrored", "port"):
