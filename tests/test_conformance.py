@@ -311,3 +311,34 @@ def test_sglang_names_through_a_reexport_module_are_reported_where_used():
     assert all(rules.rule(h.rule_id).status == "unsupported" for h in hits)
     assert by_src["other.py"].unsupported == []
     assert result.stats.references_unsupported == before.stats.references_unsupported + 2
+
+
+def test_gate_check_names_file_line_and_prs(api, tmp_path):
+    from sync.conformance.gate import check_conformance
+
+    bad = 'import requests\n\n\ndef flush(self):\n    requests.get(f"http://{self.server_host}:1/reset_prefix_cache")\n'
+    (tmp_path / "vime").mkdir()
+    (tmp_path / "vime" / "engine.py").write_text(bad)
+    (tmp_path / "vime" / "fine.py").write_text(bad.replace("requests.get", "requests.post"))
+    failures, summary = check_conformance(
+        tmp_path, ["vime/engine.py", "vime/fine.py"], load_rules(), {"vime/engine.py": [2101]}
+    )
+    [failure] = failures
+    assert failure.check == "conformance" and failure.files == ["vime/engine.py"] and failure.line == 5
+    assert failure.prs == [2101] and "takes POST, not GET" in failure.message
+    assert (summary.status, summary.checked) == ("failed", 2)
+
+
+def test_vimes_own_engine_and_router_clients_conform(api):
+    """vime's hand-written clients speak vLLM already: the checker finds their calls, and no fault."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    wrappers = WRAPPERS + [
+        Wrapper("_call", "POST", route_arg=1, method_arg=0, body_kwarg="json", params_kwarg="params")
+    ]
+    calls = []
+    for rel in ("vime/backends/vllm_utils/engine_client.py", "vime/ray/router_process.py"):
+        calls += extract(rel, (root / rel).read_text(), wrappers).calls
+    assert len([c for c in calls if c.checkable]) >= 15
+    assert check_calls(calls, api) == []

@@ -190,6 +190,11 @@ def build() -> dict[str, Any]:
     routes: dict[str, dict[str, Any]] = {}
     for path, operations in spec["paths"].items():
         routes[path] = {method.upper(): _operation(op) for method, op in operations.items()}
+    for route in app.routes:  # FastAPI's own routes (/openapi.json, /docs) are not in the document
+        if route.path not in routes and getattr(route, "methods", None):
+            routes[route.path] = {
+                method: {"query": {}, "body": None, "response": None, "raw": True} for method in route.methods
+            }
     for route in app.routes:
         if not isinstance(route, APIRoute) or route.path not in routes:
             continue

@@ -23,6 +23,7 @@ from sync.conformance.model import Body, CallSkeleton, Read
 
 VERBS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE", "patch": "PATCH"}
 _PREFILTER = re.compile(r"\.(get|post|put|delete|patch)\s*\(|\b(post|get)\s*\(")
+_URLISH = re.compile(r"""["'](?:/|https?://)|\}/[A-Za-z_]""")
 _SCHEME = re.compile(r"^(https?://)?(\{\}|[\w.\-\[\]]+)?(:(\{\}|\d+))?")
 
 
@@ -36,6 +37,8 @@ class Wrapper:
     url_arg: int | None = None  # index of a full URL
     body_arg: int | None = None
     body_kwarg: str | None = None
+    method_arg: int | None = None  # index of the HTTP method, when the helper takes it ("POST")
+    params_kwarg: str | None = None  # keyword of the query parameters
     returns: str = "json"  # "json": the call's value is the decoded answer; "response": a response object
     modules: tuple[str, ...] = ()  # a bare-name call counts only when imported from one of these
 
@@ -48,6 +51,8 @@ class Wrapper:
             url_arg=row.get("url_arg"),
             body_arg=row.get("body_arg"),
             body_kwarg=row.get("body_kwarg"),
+            method_arg=row.get("method_arg"),
+            params_kwarg=row.get("params_kwarg"),
             returns=str(row.get("returns", "json")),
             modules=tuple(row.get("modules", ())),
         )
@@ -280,8 +285,20 @@ class _Extractor(cst.CSTVisitor):
                 else (Body() if wrapper.method != "GET" else None)
             )
             query, query_open = _split_query(template)
+            if wrapper.params_kwarg and wrapper.params_kwarg in keywords:
+                extra, extra_open = self._query(keywords[wrapper.params_kwarg])
+                query.update(extra)
+                query_open = query_open or extra_open
+            method = wrapper.method
+            if wrapper.method_arg is not None and len(positional) > wrapper.method_arg:
+                named = _const(positional[wrapper.method_arg])
+                if not isinstance(named, str):
+                    return None
+                method = named.upper()
+                if body_node is None and method == "GET":
+                    body = None
             return CallSkeleton(
-                self.path, line, end, via, wrapper.method, route, query, query_open, body, [], *_target(host, True)
+                self.path, line, end, via, method, route, query, query_open, body, [], *_target(host, True)
             )  # fmt: skip
         if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in VERBS or not positional:
             return None
@@ -456,9 +473,17 @@ def _split_query(template: str) -> tuple[dict[str, int], bool]:
     return found, more
 
 
-def might_call_http(text: str) -> bool:
-    """Cheap test before a full parse: does the text call anything that looks like an HTTP verb?"""
-    return _PREFILTER.search(text) is not None
+def might_call_http(text: str, wrappers: list[Wrapper]) -> bool:
+    """Cheap test before a full parse: an HTTP-verb call and a URL-like string, or a wrapper call."""
+    if _PREFILTER.search(text) and _URLISH.search(text):
+        return True
+    for wrapper in wrappers:
+        if wrapper.modules:
+            if any(module.rsplit(".", 1)[-1] in text for module in wrapper.modules):
+                return True
+        elif wrapper.name + "(" in text:
+            return True
+    return False
 
 
 @dataclass
@@ -471,11 +496,7 @@ class Extracted:
 
 def extract(path: str, text: str, wrappers: list[Wrapper]) -> Extracted:
     """Every HTTP call skeleton in a Python module (nothing when it does not parse)."""
-    if (
-        not might_call_http(text)
-        and "router_policy" not in text
-        and not any(w.name in text for w in wrappers)
-    ):
+    if not might_call_http(text, wrappers) and "router_policy" not in text:
         return Extracted()
     try:
         module = cst.parse_module(text)

@@ -56,9 +56,16 @@ def run_static_checks(
     result.failures += failures
     result.checks.append(CheckSummary("compile", "failed" if failures else "passed", len(py_files)))
 
-    failures = check_sglang_imports(trees, rules if rules is not None else _load_rules(worktree), file_prs)
+    rules = rules if rules is not None else _load_rules(worktree)
+    failures = check_sglang_imports(trees, rules, file_prs)
     result.failures += failures
     result.checks.append(CheckSummary("sglang-import", "failed" if failures else "passed", len(trees)))
+
+    from sync.conformance.gate import check_conformance  # imports sync.gate's helpers: load it late
+
+    failures, summary = check_conformance(worktree, list(trees), rules, file_prs)
+    result.failures += failures
+    result.checks.append(summary)
 
     scripts = [f for f in files if f.endswith(".sh")]
     try:

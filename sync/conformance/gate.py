@@ -1,0 +1,48 @@
+"""The gate's conformance check: every HTTP call in the worktree's Python code, against the
+installed vLLM's API; each finding is a gate failure naming the file, line and upstream PRs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from sync.conformance.check import check_calls, check_policies
+from sync.conformance.extract import extract
+from sync.conformance.schema import ApiUnavailable, load_api
+from sync.conformance.stage import wrappers_of
+from sync.gate.files import read_text
+from sync.gate.result import CheckSummary, FilePRs, GateFailure, prs_for
+from sync.rules import RuleSet
+
+NAME = "conformance"
+
+
+def check_conformance(
+    worktree: Path, py_files: Iterable[str], rules: RuleSet, file_prs: FilePRs
+) -> tuple[list[GateFailure], CheckSummary]:
+    """Failures and the check's summary (skipped, with why, when vLLM's API cannot be read)."""
+    try:
+        api = load_api()
+    except ApiUnavailable as error:
+        return [], CheckSummary(NAME, "skipped", 0, str(error))
+    wrappers = wrappers_of(rules)
+    failures, calls = [], 0
+    for rel in sorted(py_files):
+        text = read_text(worktree / rel)
+        if text is None:
+            continue
+        found = extract(rel, text, wrappers)
+        calls += sum(1 for call in found.calls if call.checkable and call.engine)
+        for finding in check_calls(found.calls, api) + check_policies(rel, found.policies, api):
+            failures.append(
+                GateFailure(
+                    check=NAME,
+                    message=f"{rel}:{finding.line}: {finding.message} ({finding.effect}); make the call "
+                    f"match vLLM's route, or fix the rule in translations/strings.toml",
+                    files=[rel],
+                    prs=prs_for([rel], file_prs),
+                    line=finding.line,
+                )
+            )
+    note = f"{calls} HTTP call(s) to vLLM / vllm-router against {api.version}"
+    return failures, CheckSummary(NAME, "failed" if failures else "passed", calls, note)
