@@ -215,4 +215,4 @@ def test_cli_bad_input_is_one_line(tmp_path, extra, message):
         text=True,
         timeout=120,
     )
-    assert done.returncode == 2 and done.stderr.strip() == message
+    assert done.returncode == 1 and done.stderr.strip() == message  # refused input: 1 (usage errors: 2)

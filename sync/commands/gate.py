@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,7 @@ import typer
 from rich.console import Console
 
 from sync.commands.errors import guarded
+from sync.window.errors import SyncError
 
 FILE_PRS_JSON = "file_prs.json"  # {path: [PR, ...]}, when a tool writes the map on its own
 DECISIONS_JSON = "decisions.json"  # the window's review file: {"files": {path: {"prs": [...]}}}
@@ -49,14 +51,28 @@ def load_file_prs(report_dir: Path, explicit: Path | None) -> tuple[dict[str, li
 
 
 def default_report_dir(worktree: Path) -> Path:
-    """The newest window report in the worktree (``reports/<window>/``), else ``reports/gate``."""
-    reports = worktree / "reports"
-    windows = (
-        sorted((p for p in reports.glob("*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
-        if reports.is_dir()
-        else []
-    )
-    return windows[-1] if windows else reports / "gate"
+    """On a sync branch: its window's ``reports/slime-<from>-<to>``; anywhere else (e.g. main, where a
+    merged window's GATE.md is committed) ``<.git>/vime-sync/gate``: never a folder of the user's tree."""
+    from sync.window.checks import git_common_dir
+    from sync.window.gitio import git_text
+
+    branch = git_text(worktree, "rev-parse", "--abbrev-ref", "HEAD")
+    m = re.fullmatch(r"sync/(slime-\d+-\d+)", branch)
+    if m:
+        return worktree / "reports" / m.group(1)
+    return git_common_dir(worktree) / "vime-sync" / "gate"
+
+
+def checked_worktree(worktree: Path) -> Path:
+    """The top of the git worktree holding ``worktree``; refuse a folder outside any repository."""
+    from sync.window.gitio import git_text, is_git_repo
+
+    worktree = worktree.resolve()
+    if not worktree.is_dir():
+        raise SyncError(f"worktree {worktree} does not exist; pass --worktree PATH")
+    if not is_git_repo(worktree) or git_text(worktree, "rev-parse", "--is-inside-work-tree") != "true":
+        raise SyncError(f"{worktree} is not inside a git worktree; pass --worktree PATH of the sync worktree")
+    return Path(git_text(worktree, "rev-parse", "--show-toplevel")).resolve()
 
 
 def _regressions(
@@ -79,7 +95,7 @@ def _regressions(
             console.print(
                 f"vime-sync gate: {exc}; pass --before REV (the downstream before the window)", markup=False
             )
-            raise typer.Exit(2) from None
+            raise typer.Exit(1) from None
     write_regressions(result, report_dir)
     for f in result.new:
         console.print(
@@ -125,16 +141,13 @@ def register(app: typer.Typer) -> None:
         from sync.gate import GateConfigError, run_gate
 
         console = Console(stderr=True, soft_wrap=True)
-        worktree = worktree.resolve()
-        if not worktree.is_dir():
-            console.print(f"vime-sync gate: worktree {worktree} does not exist; pass --worktree PATH")
-            raise typer.Exit(2)
+        worktree = checked_worktree(worktree)
         report_dir = (report or default_report_dir(worktree)).resolve()
         try:
             mapping, note = load_file_prs(report_dir, file_prs)
         except FilePRsError as exc:
             console.print(f"vime-sync gate: {exc}", markup=False)
-            raise typer.Exit(2) from None
+            raise typer.Exit(1) from None
         if regressions:
             _regressions(console, worktree, report_dir, mapping, before)
         with console.status("gate: starting") as status:
@@ -144,9 +157,13 @@ def register(app: typer.Typer) -> None:
                 )
             except GateConfigError as exc:
                 console.print(f"vime-sync gate: {exc}")
-                raise typer.Exit(2) from None
+                raise typer.Exit(1) from None
         if note:
             result.notes.append(note)
+        if not any(check.checked for check in result.checks):
+            raise SyncError(
+                f"the gate checked 0 files in {worktree}; pass --worktree PATH of the sync worktree"
+            )
         for check in result.checks:
             console.print(f"{check.name:16} {check.status:8} {check.checked:5}  {check.note}")
         for failure in result.failures:
