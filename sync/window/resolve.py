@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 HUNK_KINDS = ("conflict", "add_add")
-LINE_KINDS = ("unsupported", "unmapped", "parse_error")
+LINE_KINDS = ("unsupported", "unmapped", "parse_error", "conformance")
 GateFn = Callable[[Path, Path], "bool | None"]
 
 
@@ -296,6 +296,8 @@ def stage_record(run: ResolveRun) -> None:
     settle_sites(run.questions, run.chosen)
     doc["questions"] = [q.to_dict() for q in run.questions]
     text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if not text.isascii() and any("\ud800" <= ch <= "\udfff" for ch in text):  # non-UTF-8 text: escape it
+        text = json.dumps(doc, indent=2, ensure_ascii=True) + "\n"
     _write(run.tx, run.report_dir / "decisions.json", text.encode("utf-8"))
     alternatives = run.report_dir / "alternatives"
     if alternatives.is_dir():

@@ -1,0 +1,324 @@
+"""Fault injection (issue 11): `window` and `resolve` leave the complete result or nothing.
+
+For each stage of both, an exception, SIGINT and SIGTERM at the stage boundary (plus an exception
+after the commit is made, a failing git hook, read-only folders, a held lock, pool workers killed
+mid-translation): the downstream (refs, worktrees, index, working tree, stash, untracked files,
+cache entries) is exactly as before, no child process survives, and a re-run succeeds. Real git
+repositories made in the test; the stand-in translator exercises the merge machinery.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from window_helpers import FakeRules, build_scenario, fake_translate, git
+
+from sync.window import SyncError, run_window
+from sync.window import resolve as resolve_mod
+from sync.window import run as run_mod
+from sync.window.resolve import RESOLVE_STAGES, resolve_branch
+from sync.window.run import PER_PR_WINDOW_STAGES, WINDOW_STAGES
+from sync.window.transaction import BOUNDARY_HOOKS, Interrupted
+
+FAULTS = ("exception", "SIGINT", "SIGTERM")
+
+
+class Injected(RuntimeError):
+    pass
+
+
+@pytest.fixture
+def sc(tmp_path):
+    sc = build_scenario(tmp_path)
+    git(sc.downstream, "stash", "list")
+    (sc.downstream / "untracked.txt").write_text("mine\n")  # untracked files must survive
+    (sc.downstream / "vime/local_only.py").write_text("LOCAL = 'edited, not committed'\n")
+    git(sc.downstream, "add", "vime/local_only.py")  # staged: the index must survive too
+    (sc.downstream / "stashed.txt").write_text("s\n")
+    git(sc.downstream, "stash", "push", "-u", "-q", "--", "stashed.txt")
+    yield sc
+    BOUNDARY_HOOKS.clear()
+
+
+def _files(root: Path) -> dict[str, str]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if rel == ".git" or rel.startswith(".git/") and not rel.startswith(".git/vime-sync-cache"):
+            continue
+        if p.is_file():
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def snapshot(repo: Path) -> dict[str, object]:
+    """Everything of the downstream a run may not change (the lock file in .git is allowed)."""
+    return {
+        "refs": git(repo, "for-each-ref", "--format=%(refname) %(objectname)"),
+        "head": git(repo, "symbolic-ref", "HEAD"),
+        "worktrees": git(repo, "worktree", "list", "--porcelain"),
+        "index": git(repo, "ls-files", "-s"),
+        "status": git(repo, "status", "--porcelain=v1", "--untracked-files=all", "--ignored"),
+        "stash": git(repo, "stash", "list"),
+        "files": _files(repo),
+        "siblings": sorted(p.name for p in repo.parent.iterdir()),
+    }
+
+
+def children() -> list[str]:
+    """Live (non-zombie) child processes of this test process."""
+    me, found = os.getpid(), []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            found.append(stat.parent.name)
+    return found
+
+
+def inject(at: str, fault: str) -> None:
+    def hook(stage: str) -> None:
+        if stage != at:
+            return
+        if fault == "exception":
+            raise Injected(f"injected at {stage}")
+        os.kill(os.getpid(), signal.SIGINT if fault == "SIGINT" else signal.SIGTERM)
+        time.sleep(1)  # the signal arrives before this ends
+        raise AssertionError("signal not delivered")
+
+    BOUNDARY_HOOKS.append(hook)
+
+
+def expected_error(fault: str) -> type[BaseException]:
+    return Injected if fault == "exception" else (KeyboardInterrupt if fault == "SIGINT" else Interrupted)
+
+
+def _window(sc, **kw):
+    args = {"to_pr": 14, "from_pr": 11, "rules": FakeRules(), "translate_fn": fake_translate} | kw
+    return run_window(sc.upstream, sc.downstream, **args)
+
+
+def assert_rerun_works(sc, **kw) -> None:
+    BOUNDARY_HOOKS.clear()
+    result = _window(sc, **kw)
+    assert git(sc.downstream, "rev-parse", f"{result.branch}~{len(result.commits)}") == git(
+        sc.downstream, "rev-parse", "HEAD"
+    )
+    assert (result.report_dir / "decisions.json").is_file()
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("stage", [name for name, _ in WINDOW_STAGES])
+def test_window_fault_at_each_stage_changes_nothing(sc, stage, fault):
+    before = snapshot(sc.downstream)
+    inject(stage, fault)
+    with pytest.raises(expected_error(fault)):
+        _window(sc)
+    assert snapshot(sc.downstream) == before
+    assert children() == []
+    assert_rerun_works(sc)
+
+
+@pytest.mark.parametrize("stage", [name for name, _ in PER_PR_WINDOW_STAGES])
+def test_per_pr_window_fault_at_each_stage_changes_nothing(sc, stage):
+    before = snapshot(sc.downstream)
+    inject(stage, "SIGTERM")
+    with pytest.raises(Interrupted):
+        _window(sc, per_pr=True)
+    assert snapshot(sc.downstream) == before
+    assert children() == []
+    assert_rerun_works(sc, per_pr=True)
+
+
+def test_window_failure_after_the_commit_removes_the_commit(sc, monkeypatch):
+    before = snapshot(sc.downstream)
+    real = run_mod.commit_paths
+
+    def commit_then_fail(*args, **kwargs):
+        real(*args, **kwargs)
+        raise Injected("after the commit")
+
+    monkeypatch.setattr(run_mod, "commit_paths", commit_then_fail)
+    with pytest.raises(Injected):
+        _window(sc)
+    assert snapshot(sc.downstream) == before
+    monkeypatch.undo()
+    assert_rerun_works(sc)
+
+
+def test_failing_post_checkout_hook_leaves_nothing(sc):
+    hook = sc.downstream / ".git/hooks/post-checkout"
+    hook.write_text("#!/bin/sh\necho 'git-lfs not found' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    before = snapshot(sc.downstream)
+    with pytest.raises(
+        SyncError, match=r"could not create the worktree .*git-lfs not found.*run again"
+    ) as err:
+        _window(sc)
+    assert "\n" not in str(err.value)
+    assert snapshot(sc.downstream) == before
+    hook.unlink()
+    assert_rerun_works(sc)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_read_only_parent_is_refused_before_any_write(sc, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    before = snapshot(sc.downstream)
+    try:
+        with pytest.raises(SyncError, match=r"is not a writable folder; pass --worktree PATH elsewhere"):
+            _window(sc, worktree=ro / "wt")
+    finally:
+        ro.chmod(0o755)
+    assert snapshot(sc.downstream) == before
+
+
+def test_worktree_under_a_file_is_refused_before_any_write(sc, tmp_path):
+    """The read-only-folder check as root can see it: the worktree's parent is not a folder at all."""
+    (tmp_path / "plain-file").write_text("x\n")
+    before = snapshot(sc.downstream)
+    with pytest.raises(SyncError, match=r"is not a writable folder; pass --worktree PATH elsewhere"):
+        _window(sc, worktree=tmp_path / "plain-file" / "wt")
+    assert snapshot(sc.downstream) == before
+
+
+def test_unwritable_cache_mid_run_rolls_back(sc, monkeypatch):
+    """A write that fails inside a stage (here: the cache, as on a read-only or full disk) undoes the run."""
+    before = snapshot(sc.downstream)
+
+    def refuse(self, path, oid, value):
+        raise PermissionError(13, "Permission denied", str(self.dir))
+
+    monkeypatch.setattr(run_mod.TranslationCache, "put", refuse)
+    with pytest.raises(PermissionError):
+        _window(sc)
+    assert snapshot(sc.downstream) == before
+    monkeypatch.undo()
+    assert_rerun_works(sc)
+
+
+def test_a_held_lock_refuses_a_second_run(sc):
+    from sync.window.transaction import run_lock
+
+    before = snapshot(sc.downstream)
+    with run_lock(sc.downstream / ".git", "another run"):
+        with pytest.raises(
+            SyncError, match=r"another vime-sync run holds .*vime-sync\.lock \(another run, pid \d+\)"
+        ):
+            _window(sc)
+    assert snapshot(sc.downstream) == before
+    assert_rerun_works(sc)
+
+
+def slow_translate(path, data, rules):
+    time.sleep(0.4)
+    return fake_translate(path, data, rules)
+
+
+def test_sigterm_during_parallel_translation_ends_workers_promptly(sc, monkeypatch):
+    monkeypatch.setattr("sync.window.parallel.MIN_PARALLEL", 2)
+    monkeypatch.setenv("VIME_SYNC_JOBS", "2")
+    before = snapshot(sc.downstream)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(Interrupted):
+            _window(sc, translate_fn=slow_translate)
+    finally:
+        timer.cancel()
+    took = time.monotonic() - started
+    assert took < 4, f"stopping took {took:.1f} s: queued translations were waited for"
+    assert children() == []
+    assert snapshot(sc.downstream) == before
+    monkeypatch.undo()
+    assert_rerun_works(sc)
+
+
+# --- resolve ----------------------------------------------------------------------------------------
+
+
+def _answered_window(sc):
+    result = _window(sc)
+    path = result.report_dir / "decisions.json"
+    doc = json.loads(path.read_text())
+    for q in doc["questions"]:
+        if q["tier"] == "Decide":
+            q["decision"] = "ours"
+    path.write_text(json.dumps(doc, indent=2))
+    return result
+
+
+def gate_passes(worktree: Path, report_dir: Path) -> bool:
+    (report_dir / "gate.json").write_text('{"passed": true}\n')
+    return True
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("stage", [name for name, _ in RESOLVE_STAGES])
+def test_resolve_fault_at_each_stage_changes_nothing(sc, stage, fault):
+    result = _answered_window(sc)
+    before = snapshot(result.worktree)
+    inject(stage, fault)
+    with pytest.raises(expected_error(fault)):
+        resolve_branch(result.worktree, gate=gate_passes)
+    assert snapshot(result.worktree) == before
+    assert children() == []
+    BOUNDARY_HOOKS.clear()
+    done = resolve_branch(result.worktree, gate=gate_passes)
+    subjects = git(result.worktree, "log", "--format=%s", "-n", "2").splitlines()
+    assert subjects == ["sync: gate passed", "sync(slime #11..#14): resolve"] and done.gate_passed
+
+
+def test_resolve_gate_crash_undoes_commit_2(sc):
+    """The gate raising (vLLM broken at import, say) used to leave commit 2 and refuse the next resolve."""
+    result = _answered_window(sc)
+    before = snapshot(result.worktree)
+
+    def crash(worktree, report_dir):
+        raise RuntimeError("vllm: CUDA driver mismatch")
+
+    with pytest.raises(RuntimeError):
+        resolve_branch(result.worktree, gate=crash)
+    assert snapshot(result.worktree) == before
+    assert resolve_branch(result.worktree, gate=gate_passes).gate_passed
+
+
+def test_stale_hunk_in_the_third_file_is_refused_before_any_write(sc):
+    result = _answered_window(sc)
+    doc = json.loads((result.report_dir / "decisions.json").read_text())
+    hunk_files = sorted({q["file"] for q in doc["questions"] if q["kind"] in ("conflict", "add_add")})
+    assert len(hunk_files) >= 3
+    last = result.worktree / hunk_files[-1]
+    lines = last.read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith(b"<<<<<<<"))
+    last.write_bytes(b"".join([*lines[: at + 1], b"# a hand edit inside the hunk\n", *lines[at + 1 :]]))
+    git(result.worktree, "commit", "-q", "-am", "a reviewer's hand edit")
+    before = snapshot(result.worktree)
+    with pytest.raises(SyncError, match=r"no longer matches the question"):
+        resolve_branch(result.worktree)
+    assert snapshot(result.worktree) == before
+
+
+def test_failure_writing_the_record_restores_every_file(sc, monkeypatch):
+    result = _answered_window(sc)
+    before = snapshot(result.worktree)
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(resolve_mod, "dump_recorded", broken)
+    with pytest.raises(OSError):
+        resolve_branch(result.worktree)
+    assert snapshot(result.worktree) == before
