@@ -212,11 +212,9 @@ def test_a_held_lock_refuses_a_second_run(sc):
     from sync.window.transaction import run_lock
 
     before = snapshot(sc.downstream)
-    with run_lock(sc.downstream / ".git", "another run"):
-        with pytest.raises(
-            SyncError, match=r"another vime-sync run holds .*vime-sync\.lock \(another run, pid \d+\)"
-        ):
-            _window(sc)
+    held = r"another vime-sync run holds .*vime-sync\.lock \(another run, pid \d+\)"
+    with run_lock(sc.downstream / ".git", "another run"), pytest.raises(SyncError, match=held):
+        _window(sc)
     assert snapshot(sc.downstream) == before
     assert_rerun_works(sc)
 
