@@ -58,6 +58,16 @@ def check_translation(ft: FileTranslation, rules: RuleSet, api: Api) -> FileTran
     return ft
 
 
+def api_key() -> str:
+    """The installed vLLM (name==version), or "none": part of the window's translation cache key."""
+    from sync.gate.vllm_flags import VllmNotInstalled, _installed_vllm
+
+    try:
+        return _installed_vllm()[0]
+    except VllmNotInstalled:
+        return "none"
+
+
 def api_or_none() -> Api | None:
     try:
         return load_api()

@@ -224,6 +224,19 @@ def _group_question(g: _Group, qid: str, order: list[int | str]) -> Question:
     return q
 
 
+def _new_findings(out: FileOutcome) -> list[tuple[int, str, str, str, str]]:
+    """Conformance findings in theirs that the base did not already have (by rule and message)."""
+    if out.theirs is None:
+        return []
+    old = {(f[1], f[3]) for f in out.base.findings} if out.base else set()
+    return [f for f in out.theirs.findings if (f[1], f[3]) not in old]
+
+
+def _line_of(data: bytes, line: int) -> str:
+    lines = data.decode("utf-8", "replace").split("\n")
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
 def build_questions(
     outcomes: list[FileOutcome],
     prs_for: Callable[[FileOutcome], list[int | str]],
@@ -321,6 +334,13 @@ def build_questions(
             )  # fmt: skip
         if out.outcome in ("port", "not_mirrored"):
             continue  # nothing of theirs lands: no line of it to keep or edit
+        for line, rule_id, kind, message, effect in _new_findings(out):
+            add(
+                "conformance", out, content_key("conformance", rule_id, message),
+                f"{message} ({effect}; {kind}): the translated call does not match vLLM's API; edit the "
+                f"call, or fix rule {rule_id} in translations/ (never counted as converted)", NOTE_OPTIONS, None,
+                lines=[line, line], rules=[rule_id], sides={"theirs": _line_of(out.theirs.data, line)},
+            )  # fmt: skip
         hits, refs = _new_hits(out)
         for rule_id, line, snippet in hits:
             site(

@@ -7,6 +7,8 @@ route, because vLLM's route can differ in how it is called:
 - ``body_wrap = "init_info"``: the body is embedded under one key (``{"init_info": {...}}``);
 - ``body_add = {method = "reload_weights"}``: constant keys added beside the wrapped body;
 - ``body_rename = {dtypes = "dtype_names"}``: keys of a literal body renamed;
+- ``body_drop_keys = ["abort_all"]``: keys vLLM does not take, removed from a one-line literal body
+  (a multi-line one would lose lines: it is left, and the conformance check reports the key);
 - ``body_to_query = ["tags"]``: list-valued keys sent as repeated query parameters instead;
 - ``body_drop = true``: the route takes no body.
 
@@ -69,6 +71,12 @@ def new_body(rule: Rule, body: cst.BaseExpression | None) -> cst.BaseExpression 
                 element = element.with_changes(key=_string(renames[key]))
             elements.append(element)
         body = body.with_changes(elements=elements)
+    dropped = set(rule.extra.get("body_drop_keys", ()))
+    if dropped and isinstance(body, cst.Dict) and "\n" not in cst.Module([]).code_for_node(body):
+        kept = [element for element in body.elements if _key(element) not in dropped]
+        if kept:
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        body = body.with_changes(elements=kept)
     wrap = rule.extra.get("body_wrap")
     adds = rule.extra.get("body_add", {})
     if not wrap and not adds:

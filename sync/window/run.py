@@ -64,12 +64,12 @@ def load_translator(
         rules = load_rules(local if any(local.glob("*.toml")) else None)
     if translate_fn is None:
         try:
-            from sync.translate import translate_file
+            from sync.conformance.stage import translate_checked  # translate_file + the conformance check
         except ImportError as exc:
             raise SyncError(
                 f"the translator (sync.translate) is not importable: {exc}; install vime fully"
             ) from exc
-        translate_fn = translate_file
+        translate_fn = translate_checked
     return rules, translate_fn
 
 

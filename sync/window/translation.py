@@ -32,6 +32,9 @@ class Translated:
     unsupported: tuple[tuple[str, int, str], ...] = ()
     unmapped: tuple[tuple[str, int, str], ...] = ()
     parse_error: str | None = None
+    findings: tuple[
+        tuple[int, str, str, str, str], ...
+    ] = ()  # conformance: (line, rule, kind, message, effect)
 
     @classmethod
     def from_file_translation(cls, ft: Any) -> Translated:
@@ -44,6 +47,10 @@ class Translated:
             unsupported=tuple((str(h.rule_id), int(h.line), str(h.snippet)) for h in ft.unsupported),
             unmapped=tuple((str(r.path), int(r.line), str(r.snippet)) for r in ft.unmapped),
             parse_error=ft.parse_error,
+            findings=tuple(
+                (int(f.line), str(f.rule), str(f.kind), str(f.message), str(f.effect))
+                for f in getattr(ft, "findings", ())
+            ),
         )
 
     def to_json(self) -> str:
@@ -57,6 +64,7 @@ class Translated:
                 "unsupported": self.unsupported,
                 "unmapped": self.unmapped,
                 "parse_error": self.parse_error,
+                "findings": self.findings,
             }
         )
 
@@ -72,6 +80,7 @@ class Translated:
             tuple(tuple(h) for h in d["unsupported"]),  # type: ignore[misc]
             tuple(tuple(r) for r in d["unmapped"]),  # type: ignore[misc]
             d["parse_error"],
+            tuple(tuple(f) for f in d.get("findings", ())),  # type: ignore[misc]
         )
 
 
@@ -84,9 +93,10 @@ def _translator_sources(translate_fn: TranslateFn) -> list[Path]:
     if module_file:
         sources.append(Path(module_file).resolve())
     sync_root = Path(__file__).resolve().parents[1]
-    if sources and sources[0].parent == sync_root:
-        sources.append(sync_root / "rules.py")
+    if sources and sources[0].parent in (sync_root, sync_root / "conformance"):
+        sources += [sync_root / "rules.py", sync_root / "translate.py"]
         sources += sorted((sync_root / "translator").rglob("*.py"))
+        sources += sorted((sync_root / "conformance").glob("*.py"))
     return [s for s in sources if s.exists()]
 
 
@@ -94,6 +104,10 @@ def translator_fingerprint(rules_hash: str, translate_fn: TranslateFn) -> str:
     """Hash of the rules plus the translator's own source, so a code change invalidates the cache too."""
     h = hashlib.sha256(rules_hash.encode())
     h.update(f"{translate_fn.__module__}:{translate_fn.__qualname__}".encode())
+    if translate_fn.__module__.startswith("sync.conformance"):  # findings follow the vLLM installed
+        from sync.conformance.stage import api_key
+
+        h.update(api_key().encode())
     for src in _translator_sources(translate_fn):
         h.update(src.name.encode() + b"\0" + src.read_bytes())
     return h.hexdigest()[:32]
