@@ -12,7 +12,7 @@ from typing import Any
 from sync.window.changes import UpstreamChange
 from sync.window.errors import SyncError
 from sync.window.gitio import dirty_paths, git_text, is_git_repo, rev_parse
-from sync.window.history import Window, find_pr_commit, first_parent_log
+from sync.window.history import Window
 from sync.window.state import STATE_PATH
 
 RULES_DIR = "translations"
@@ -106,17 +106,10 @@ def check_clean(downstream: Path, changes: list[UpstreamChange], rules: Any, rep
         )
 
 
-def check_order(upstream: Path, window: Window, upstream_ref: str) -> None:
-    """Refuse a reversed window: ``--to`` must not merge before ``--from``'s own PR."""
+def check_order(window: Window) -> None:
+    """Refuse a reversed window (``--to`` before ``--from``). A cutoff that merged after the tip is
+    refused by ``resolve_window`` as empty; a PR numbered inside that merges later is normal."""
     if window.from_pr > window.to_pr:
         raise SyncError(
             f"reversed window: --from {window.from_pr} is after --to {window.to_pr}; pass --to N with N >= {window.from_pr}"
-        )
-    history = first_parent_log(upstream, upstream_ref)
-    index = {c.sha: i for i, c in enumerate(history)}
-    first = find_pr_commit(history, window.from_pr)
-    if first is not None and index[first.sha] > index.get(window.tip, -1):
-        raise SyncError(
-            f"reversed window: PR #{window.from_pr} merged after PR #{window.to_pr} ({first.sha[:8]} is later in "
-            f"merge order); pass a --to that merged after #{window.from_pr}"
         )

@@ -201,7 +201,7 @@ def prepare(
             window = resolve_window(upstream, to_pr, from_pr, cutoff, upstream_ref)
         except (WindowError, GitError) as exc:
             raise SyncError(str(exc)) from exc
-        check_order(upstream, window, upstream_ref)
+        check_order(window)
         found.append(
             f"#{window.from_pr}..#{window.to_pr}, cutoff {window.cutoff[:8]}, {len(window.prs)} PRs, "
             f"{len(window.direct_pushes)} direct pushes, {len(window.late)} numbered in range but merged later"
