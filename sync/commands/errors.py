@@ -28,7 +28,7 @@ _STATE = {"debug": bool(os.environ.get("VIME_SYNC_DEBUG"))}
 
 
 def set_debug(on: bool) -> None:
-    _STATE["debug"] = _STATE["debug"] or on
+    _STATE["debug"] = on or bool(os.environ.get("VIME_SYNC_DEBUG"))
 
 
 def _first_line(exc: BaseException) -> str:

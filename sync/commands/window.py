@@ -59,30 +59,22 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Translate and 3-way merge upstream PRs (cutoff, #to] into branch sync/slime-<from>-<to> in a separate worktree."""
-        from sync.rules import RuleTableError
-        from sync.window import SyncError, print_summary, run_window
-        from sync.window.gitio import GitError
+        from sync.window import print_summary, run_window
         from sync.window.history import WindowError, window_by_commit
 
         console = Console()
-        try:
-            if to_commit is not None or from_commit is not None:
-                if (to_commit and to_pr is not None) or (from_commit and (from_pr is not None or cutoff)):
-                    raise WindowError(
-                        "give a window by PR numbers or by commits, not both (--to/--to-commit)"
-                    )
-                by_to, by_from, by_cutoff = window_by_commit(upstream, to_commit, from_commit, upstream_ref)
-                to_pr = by_to if by_to is not None else to_pr
-                from_pr, cutoff = (by_from, by_cutoff) if from_commit else (from_pr, cutoff)
-            if to_pr is None:
-                raise WindowError("no tip: give --to N (the last PR) or --to-commit COMMIT")
-            result = run_window(
-                upstream, downstream, to_pr, from_pr, cutoff, per_pr=per_pr, console=console,
-                worktree=worktree, upstream_ref=upstream_ref,
-            )  # fmt: skip
-        except (SyncError, RuleTableError, GitError, ValueError) as exc:
-            typer.echo(f"vime-sync window: {exc}", err=True)
-            raise typer.Exit(1) from None
+        if to_commit is not None or from_commit is not None:
+            if (to_commit and to_pr is not None) or (from_commit and (from_pr is not None or cutoff)):
+                raise WindowError("give a window by PR numbers or by commits, not both (--to/--to-commit)")
+            by_to, by_from, by_cutoff = window_by_commit(upstream, to_commit, from_commit, upstream_ref)
+            to_pr = by_to if by_to is not None else to_pr
+            from_pr, cutoff = (by_from, by_cutoff) if from_commit else (from_pr, cutoff)
+        if to_pr is None:
+            raise WindowError("no tip: give --to N (the last PR) or --to-commit COMMIT")
+        result = run_window(
+            upstream, downstream, to_pr, from_pr, cutoff, per_pr=per_pr, console=console,
+            worktree=worktree, upstream_ref=upstream_ref,
+        )  # fmt: skip
         print_summary(result, console=console)
         console.print(
             f"Next: review {result.report_dir}/QUESTIONS.md (or open review.html), save decisions.json there, "

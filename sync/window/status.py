@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sync.reports.questions import TIERS
+from sync.window.decisions_doc import committed_decisions, merge_answers
 from sync.window.errors import SyncError
 from sync.window.gitio import git_text
 from sync.window.resolve import find_report_dir, load_decisions, markers_left, window_commits
@@ -28,11 +29,18 @@ class SyncStatus:
 def sync_status(worktree: Path) -> SyncStatus:
     worktree = Path(worktree).resolve()
     report_dir = find_report_dir(worktree)
-    doc = load_decisions(report_dir / "decisions.json")
+    worktree = report_dir.parents[1]
+    first, resolve_commit = window_commits(worktree, report_dir.name)
+    rel = report_dir.relative_to(worktree).as_posix()
+    doc = committed_decisions(
+        worktree, resolve_commit or first, f"{rel}/decisions.json"
+    )  # the questions asked
+    answers = load_decisions(report_dir / "decisions.json")  # the reviewer's answers so far
+    questions = merge_answers(doc, answers, str(report_dir / "decisions.json"))
     tiers = dict.fromkeys(TIERS, 0)
-    for q in doc["questions"]:
-        tiers[q["tier"]] = tiers.get(q["tier"], 0) + 1
-    open_decide = [q["id"] for q in doc["questions"] if q["tier"] == "Decide" and not q.get("decision")]
+    for q in questions:
+        tiers[q.tier] = tiers.get(q.tier, 0) + 1
+    open_decide = [q.id for q in questions if q.tier == "Decide" and not q.decision]
     gate_file = report_dir / "gate.json"
     try:
         gate = json.loads(gate_file.read_text(encoding="utf-8")) if gate_file.exists() else None
@@ -40,7 +48,6 @@ def sync_status(worktree: Path) -> SyncStatus:
         raise SyncError(f"{gate_file} is not valid JSON; run `vime-sync gate` again to rewrite it") from None
     if gate is not None and not isinstance(gate, dict):
         raise SyncError(f"{gate_file} is not a gate report; run `vime-sync gate` again to rewrite it")
-    first, resolve_commit = window_commits(worktree, report_dir.name)
     mine = git_text(
         worktree, "log", "--format=%s", f"{first}~1..HEAD" if _has_parent(worktree, first) else first
     )
