@@ -41,6 +41,11 @@ def test_finding_is_a_decide_question_and_resolves(tmp_path):
     assert question.tier == "Decide" and question.rules == ["ep.update_distributed"]
     assert "'group_name' in update_info" in question.summary and question.prs == [2]
     assert question.lines == [8, 8] and '"group_name": group_name' in question.sides["theirs"]
+    summary = (result.report_dir / "SUMMARY.md").read_text()
+    assert (
+        "conformance findings (HTTP calls that do not match vLLM's API: questions, not conversions): 1"
+        in summary
+    )
     doc = json.loads((result.report_dir / "decisions.json").read_text())
     for q in doc["questions"]:
         if q["kind"] == "conformance":

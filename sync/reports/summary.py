@@ -100,10 +100,12 @@ def render_translation_stats(ctx: ReportContext) -> list[str]:
     unsupported: Counter[str] = Counter()
     unmapped: list[tuple[str, int, str]] = []
     parse_errors: list[tuple[str, str]] = []
+    findings: list[tuple[str, tuple[int, str, str, str, str]]] = []
     for o in ctx.outcomes:
         t = o.theirs
         if t is None:
             continue
+        findings += [(o.path, f) for f in t.findings]
         kinds[t.kind] += 1
         applied.update(rid for rid, _ in t.applied)
         unsupported.update(rid for rid, _, _ in t.unsupported)
@@ -118,9 +120,14 @@ def render_translation_stats(ctx: ReportContext) -> list[str]:
         + ".",
         f"Rule applications: {sum(applied.values())} ({len(applied)} distinct rules); "
         f"`unsupported` hits: {sum(unsupported.values())}; unmapped references: {len(unmapped)}; "
-        f"files that failed to parse: {len(parse_errors)}.",
+        f"files that failed to parse: {len(parse_errors)}; conformance findings (HTTP calls that do "
+        f"not match vLLM's API: questions, not conversions): {len(findings)}.",
         "",
     ]
+    if findings:
+        lines += ["### Conformance findings", ""]
+        lines += [f"- `{p}`:{f[0]} `{f[1]}`: {cell(f[3])} ({f[4]})" for p, f in findings]
+        lines.append("")
     if applied:
         lines += table(
             ["rule", "applications"],
