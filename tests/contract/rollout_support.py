@@ -7,11 +7,13 @@ import functools
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from urllib.parse import urlsplit
 
 from contract_support import FIXTURES, make_args
 
@@ -55,6 +57,24 @@ def write_prompts(path: Path) -> Path:
     return path
 
 
+def plugin_settings() -> dict[str, Any]:
+    """What a plugin under contract needs from its launch: an engine and flags.
+
+    ``VIME_CONTRACT_ENGINE_URL`` (a router or engine, ``http://host:port``) and
+    ``VIME_CONTRACT_HF_CHECKPOINT`` (its model, for the tokenizer) point a hook that calls vLLM at
+    a real engine; ``VIME_CONTRACT_ARGS`` is a JSON object of other flags the plugin reads, as its
+    launch script sets them (``{"max_tokens_per_gpu": 512}``).
+    """
+    settings: dict[str, Any] = json.loads(os.environ.get("VIME_CONTRACT_ARGS") or "{}")
+    url = os.environ.get("VIME_CONTRACT_ENGINE_URL")
+    if url:
+        parts = urlsplit(url)
+        settings |= {"vllm_router_ip": parts.hostname, "vllm_router_port": parts.port}
+    if os.environ.get("VIME_CONTRACT_HF_CHECKPOINT"):
+        settings["hf_checkpoint"] = os.environ["VIME_CONTRACT_HF_CHECKPOINT"]
+    return settings
+
+
 def rollout_args(tmp_path: Path, **overrides: Any) -> SimpleNamespace:
     prompts = write_prompts(tmp_path / "prompts.jsonl")
     settings = {
@@ -74,6 +94,7 @@ def rollout_args(tmp_path: Path, **overrides: Any) -> SimpleNamespace:
         "rollout_request_retry_timeout": 5,
         "save": None,
         "load": None,
+        **plugin_settings(),
         **overrides,
     }
     return make_args(**settings)

@@ -19,6 +19,8 @@ tokens or response. With no path, vime's reward hub (``vime.rollout.rm_hub``) is
 from __future__ import annotations
 
 import copy
+import json
+import os
 
 import pytest
 from contract_support import (
@@ -48,13 +50,21 @@ plugin_is_single = is_overridden(FLAG) and not contract_group_rm()
 
 
 def scored_samples():
-    """A right answer with a string label, a right one with a dict label, a wrong one, an empty one."""
+    """A right answer with a string label, a right one with a dict label, a wrong one, an empty one.
+
+    ``VIME_CONTRACT_LABEL`` (JSON) gives every sample the label your dataset has instead, for a
+    reward that reads one shape only (Search-R1: ``{"ground_truth": {"target": ["2"]}}``).
+    """
     right = make_generated_sample(0, response="so the answer is \\boxed{2}.", reward=None)
     right_dict = make_generated_sample(1, response="\\boxed{2}", reward=None)
     right_dict.label = {"ground_truth": "2"}
     wrong = make_generated_sample(2, response="I think \\boxed{3}.", reward=None)
     empty = make_generated_sample(3, response="", reward=None)
-    return [right, right_dict, wrong, empty]
+    samples = [right, right_dict, wrong, empty]
+    if os.environ.get("VIME_CONTRACT_LABEL"):
+        for sample in samples:
+            sample.label = json.loads(os.environ["VIME_CONTRACT_LABEL"])
+    return samples
 
 
 def _check_rewards(rewards, samples, path):

@@ -75,7 +75,13 @@ def test_training_output_is_groups_of_scored_samples(tmp_path):
 
 
 def test_evaluation_output_has_rewards_truncation_and_samples(tmp_path):
-    path, fn = load_hook(FLAG, DEFAULT)
+    """What vime calls to evaluate: --eval-function-path when given (a training-only rollout
+    function, such as a fully-async one, pairs with it), else the rollout function."""
+    path, fn = (
+        load_hook("eval-function-path", DEFAULT)
+        if is_overridden("eval-function-path")
+        else load_hook(FLAG, DEFAULT)
+    )
     args = rollout_args(tmp_path)
     output = call_hook(
         lambda: call_rollout_fn(fn, args, 0, default_data_source(args), evaluation=True),
