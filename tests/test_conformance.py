@@ -342,3 +342,37 @@ def test_vimes_own_engine_and_router_clients_conform(api):
         calls += extract(rel, (root / rel).read_text(), wrappers).calls
     assert len([c for c in calls if c.checkable]) >= 15
     assert check_calls(calls, api) == []
+
+
+def test_cli_stats_lists_findings_and_hits_and_report_is_json(api, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from sync.cli import app
+
+    src = tmp_path / "up" / "slime" / "backends" / "sglang_utils"
+    src.mkdir(parents=True)
+    (src / "sglang_engine.py").write_text(
+        "class E:\n"
+        "    def pull(self):\n"
+        '        return self._make_request("pull_weights", {"target_version": 1})\n'
+        "    def init(self, group_name):\n"
+        '        return self._make_request("init_weights_update_group", {"group_name": group_name})\n'
+    )
+    out, report = tmp_path / "out", tmp_path / "report.json"
+    result = CliRunner().invoke(
+        app, ["translate", str(tmp_path / "up"), "--out", str(out), "--stats", "--report", str(report)]
+    )
+    assert result.exit_code == 0, result.output
+    path = "vime/backends/vllm_utils/vllm_engine.py"
+    assert f"{path}:3: ep.pull_weights: unsupported:" in result.output
+    assert (
+        f"{path}:5: ep.init_group: POST /init_weight_transfer_engine: unknown field 'group_name'"
+        in result.output
+    )
+    saved = json.loads(report.read_text())
+    [entry] = saved["files"]
+    kinds = sorted(f["kind"] for f in entry["findings"])
+    assert entry["dst_path"] == path and "unknown-field" in kinds and "unknown-route" in kinds
+    assert saved["totals"]["conformance_findings"] == len(entry["findings"])
