@@ -26,6 +26,8 @@ def _read_json(path: Path) -> object:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise FilePRsError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except UnicodeDecodeError:
+        raise FilePRsError(f"{path} is not UTF-8 text; save it as UTF-8 JSON") from None
 
 
 def _as_file_prs(mapping: object, path: Path) -> dict[str, list[int | str]]:

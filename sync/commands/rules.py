@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from sync.commands.errors import guarded
-from sync.rules import RuleTableError, load_rules
+from sync.rules import KINDS, RuleTableError, load_rules
 from sync.translator.check import check_tables
 
 RulesDir = Annotated[Path | None, typer.Option("--rules", help="Rule tables (default: translations/).")]
@@ -46,6 +46,9 @@ def register(app: typer.Typer) -> None:
         except RuleTableError as error:
             typer.echo(f"vime-sync rules: {error}", err=True)
             raise typer.Exit(1) from None
+        if kind is not None and kind not in KINDS:
+            typer.echo(f"vime-sync rules: unknown --kind {kind!r}; use one of {', '.join(KINDS)}", err=True)
+            raise typer.Exit(1)
         typer.echo(f"# {len(rules.rules)} rules, hash {rules.hash[:12]}: id, kind, status, from -> to")
         for rule in rules.rules:
             if kind is None or rule.kind == kind:

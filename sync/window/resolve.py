@@ -67,7 +67,7 @@ def find_report_dir(worktree: Path) -> Path:
         branch = git_text(worktree, "rev-parse", "--abbrev-ref", "HEAD")
     except GitError as exc:
         raise SyncError(
-            f"{worktree} is not a git worktree; run resolve in the sync worktree or pass --worktree"
+            f"{worktree} is not a git worktree; pass --worktree PATH of the sync worktree"
         ) from exc
     m = re.fullmatch(r"sync/(slime-\d+-\d+)", branch)
     if not m:

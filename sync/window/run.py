@@ -29,7 +29,15 @@ from sync.window.checks import (
 )
 from sync.window.errors import SyncError
 from sync.window.filemerge import FileOutcome
-from sync.window.gitio import BlobReader, GitError, commit_date, deleted_paths_in_history, git_text, ls_tree
+from sync.window.gitio import (
+    BlobReader,
+    GitError,
+    commit_date,
+    deleted_paths_in_history,
+    git_text,
+    ls_tree,
+    rev_parse,
+)
 from sync.window.history import Window, WindowError, resolve_window
 from sync.window.messages import merge_message, outcome_totals
 from sync.window.parallel import default_workers, pretranslate
@@ -196,6 +204,10 @@ def prepare(
         state = None
     if from_pr is None and cutoff is None and state is not None:
         cutoff, from_pr = state.cutoff, state.last_pr + 1
+    if rev_parse(upstream, upstream_ref) is None:
+        raise SyncError(
+            f"--upstream-ref {upstream_ref!r} is not a branch or commit of {upstream}; pass an existing one"
+        )
     with stage(console, "window") as found:
         try:
             window = resolve_window(upstream, to_pr, from_pr, cutoff, upstream_ref)
