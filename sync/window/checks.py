@@ -65,12 +65,20 @@ def check_worktree_path(downstream_top: Path, worktree: Path, git_dir: Path) -> 
     """The sync worktree lives outside the user's checkout (and outside its .git)."""
     if worktree.exists() or worktree.is_symlink():
         raise SyncError(f"worktree path {worktree} already exists; remove it or pass --worktree PATH")
-    for inside in (downstream_top, git_dir):
+    for inside in (downstream_top, git_dir, *worktrees(downstream_top)):
         if worktree == inside or inside in worktree.parents:
             raise SyncError(
                 f"--worktree {worktree} is inside the checkout {inside}; pass a path outside it "
                 f"(e.g. {downstream_top.parent / (downstream_top.name + '-sync')})"
             )
+
+
+def worktrees(repo: Path) -> list[Path]:
+    """Every worktree of the repository (the main checkout and the sync worktrees of other windows)."""
+    out = git_text(repo, "worktree", "list", "--porcelain")
+    return [
+        Path(line[len("worktree ") :]).resolve() for line in out.splitlines() if line.startswith("worktree ")
+    ]
 
 
 def _needed_paths(changes: list[UpstreamChange], rules: Any, report_dir: str) -> set[str]:
