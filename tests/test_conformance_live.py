@@ -87,6 +87,8 @@ DIRECT = textwrap.dedent(
         requests.get(f"http://{self.server_host}:{self.server_port}/v1/models").json()["data"][0]["id"]
         requests.get(f"http://{self.server_host}:{self.server_port}/weight_info").json()["weight_version"]
         requests.get(f"http://{self.server_host}:{self.server_port}/sleep")
+        requests.get(f"http://{self.server_host}:{self.server_port}/inference/v1/generate")
+        requests.post(f"http://{self.server_host}:{self.server_port}/update_weight_version")
         requests.post(f"http://{self.server_host}:{self.server_port}/abort_request", json={"rid": "r1"})
         requests.post(f"http://{self.server_host}:{self.server_port}/inference/v1/generate", json={"sampling_params": {}})
 
