@@ -59,12 +59,20 @@ def test_unknown_route(api):
     assert kinds(api, source) == [(4, "unknown-route", "rejected")]
 
 
-def test_outside_service_is_not_checked(api):
+def test_outside_service_and_route_definitions_are_not_checked(api):
     source = """
     import requests
-    def f(search_url):
+    from fastapi import FastAPI
+    app = FastAPI()
+
+    @app.post("/retrieve")
+    def retrieve(request):
         return requests.post(f"{search_url}/retrieve", json={"q": 1})
+
+    app.get("/buffer/write")
     """
+    found = extract("m.py", textwrap.dedent(source), WRAPPERS)
+    assert [c.route for c in found.calls] == ["/retrieve"] and not found.calls[0].engine
     assert findings(api, source) == []
 
 

@@ -112,6 +112,7 @@ class _Extractor(cst.CSTVisitor):
         self.read_of: dict[int, tuple[CallSkeleton, Read]] = {}
         self.imported: dict[str, str] = {}  # local name -> module it was imported from
         self.policies: list[tuple[str, int]] = []  # router policy names the code compares with
+        self.defined: set[int] = set()  # id() of decorator calls (a server defining its routes)
 
     # --- scopes and imports ---------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -250,7 +251,13 @@ class _Extractor(cst.CSTVisitor):
             return None
         return wrapper
 
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        if isinstance(node.decorator, cst.Call):
+            self.defined.add(id(node.decorator))
+
     def visit_Call(self, node: cst.Call) -> None:
+        if id(node) in self.defined:
+            return
         skeleton = self._http_call(node)
         if skeleton is not None:
             self.calls.append(skeleton)
@@ -301,6 +308,9 @@ class _Extractor(cst.CSTVisitor):
                 self.path, line, end, via, method, route, query, query_open, body, [], *_target(host, True)
             )  # fmt: skip
         if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in VERBS or not positional:
+            return None
+        receiver = node.func.value
+        if isinstance(receiver, cst.Name) and receiver.value in _SERVER_OBJECTS:
             return None
         found = self._url(positional[0])
         if found is None:
@@ -439,7 +449,8 @@ class _Extractor(cst.CSTVisitor):
             skeleton.reads.sort(key=lambda r: (r.line, r.path.__repr__()))
 
 
-_ENGINE_HINTS = ("router", "server_host", "server_port", "engine", "vllm", "sglang", "worker", "base_url")
+_ENGINE_HINTS = ("router", "server_host", "server_port", "engine", "vllm", "sglang", "worker")
+_SERVER_OBJECTS = {"app", "router", "api", "bp", "blueprint"}  # @app.post("/x"): a route defined, not called
 
 
 def _target(host: str, hostless: bool) -> tuple[bool, bool]:
