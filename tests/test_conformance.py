@@ -9,6 +9,7 @@ import pytest
 
 from sync.conformance.check import check_calls, check_policies
 from sync.conformance.extract import Wrapper, extract
+from sync.conformance.model import Body
 from sync.conformance.schema import ApiUnavailable, load_api
 from sync.rules import load_rules
 
@@ -259,6 +260,12 @@ def test_rules_reshape_calls_the_way_vllm_takes_them(api):
     assert '{"method": "reload_weights", "kwargs": {"weights_path": path}}' in text
     assert 'self._make_request("shutdown_weight_transfer_engine")' in text
     compile(text, "translated.py", "exec")
+    calls = extract("m.py", text, WRAPPERS).calls
+    assert [c.route for c in calls] == [
+        "/reset_prefix_cache", "/wake_up", "/init_weight_transfer_engine", "/collective_rpc",
+        "/shutdown_weight_transfer_engine",
+    ]  # fmt: skip
+    assert calls[1].query_open and calls[1].body == Body()
     assert findings(api, text) == []
 
 

@@ -273,8 +273,8 @@ class _Extractor(cst.CSTVisitor):
             route: str | None = None
             template, host = "", ""
             if wrapper.route_arg is not None and len(positional) > wrapper.route_arg:
-                name = _const(positional[wrapper.route_arg])
-                template = "/" + name.lstrip("/") if isinstance(name, str) else ""
+                found = self._url(positional[wrapper.route_arg])  # "flush_cache", f"wake_up?{...}"
+                template = "/" + found[0].lstrip("/") if found is not None and found[0][:1] != "{" else ""
             elif wrapper.url_arg is not None and len(positional) > wrapper.url_arg:
                 found = self._url(positional[wrapper.url_arg])
                 template, host = found if found is not None else ("", "")
