@@ -5,10 +5,10 @@ commit in merge order (diff-friendly: a window appends its rows, a hand edit cha
 
     sha  pr  window  disposition  downstream  title  reason
 
-Dispositions: ``mirrored`` (its changes landed), ``review`` (landed with questions of the window),
-``port`` (a port request: the path is vime-owned or was never in vime), ``no_effect`` (nothing
-changes after translation), ``not_mirrored`` (the rules do not mirror its paths), ``empty`` (no
-files), and by hand ``ported`` / ``excluded``. ``downstream`` is the vime commit that took it (the
+Dispositions: ``mirrored`` (its changes landed), ``review`` (a conflict or file question of the
+window comes from its changes), ``port`` (a port request: the path is vime-owned or was never in
+vime), ``no_effect`` (nothing changes after translation), ``not_mirrored`` (the rules do not mirror
+its paths), ``empty`` (no files), and by hand ``ported`` / ``excluded``. ``downstream`` is the vime commit that took it (the
 per-PR commit, or empty: then the commit that added the row, found by ``vime-sync ledger``).
 """
 
@@ -18,6 +18,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from sync.window.filemerge import FileOutcome
 from sync.window.gitio import GitError, git
@@ -96,18 +97,27 @@ def load_ledger(downstream: Path, rev: str = "HEAD") -> list[LedgerRow]:
     return parse_ledger(text)
 
 
-def _disposition(files: tuple[str, ...], by_upstream: dict[str, FileOutcome]) -> tuple[str, str]:
-    """A commit's disposition from what happened to the files it touched, and a short reason."""
+def _disposition(
+    files: tuple[str, ...], by_upstream: dict[str, FileOutcome], asked: list[str] | None
+) -> tuple[str, str]:
+    """A commit's disposition from what happened to the files it touched, and a short reason.
+
+    ``asked``: the questions whose hunks or sites this commit's changes produced (per-hunk
+    provenance); None when not known, then any question in one of its files counts.
+    """
     if not files:
         return "empty", "no files changed"
     seen = [(f, by_upstream.get(f)) for f in files]
-    kinds = Counter(o.outcome if o else "gone" for _, o in seen)
+    kinds = Counter(o.outcome if o else "no_net_change" for _, o in seen)
     parts = [f"{n} {k}" for k, n in sorted(kinds.items())]
-    if any(k in _REVIEW for k in kinds):
-        asked = sorted({o.path for _, o in seen if o and o.outcome in _REVIEW})
+    if asked:
+        shown = ", ".join(asked[:4]) + (" ..." if len(asked) > 4 else "")
+        return "review", f"{', '.join(parts)}; questions {shown}"
+    if asked is None and any(k in _REVIEW for k in kinds):
+        files_asked = sorted({o.path for _, o in seen if o and o.outcome in _REVIEW})
         return (
             "review",
-            f"{', '.join(parts)}; questions in {', '.join(asked[:3])}{' ...' if len(asked) > 3 else ''}",
+            f"{', '.join(parts)}; questions in {', '.join(files_asked[:3])}{' ...' if len(files_asked) > 3 else ''}",
         )
     if "port" in kinds:
         ports = sorted({o.path for _, o in seen if o and o.outcome == "port"})
@@ -115,7 +125,7 @@ def _disposition(files: tuple[str, ...], by_upstream: dict[str, FileOutcome]) ->
             "port",
             f"{', '.join(parts)}; port by hand: {', '.join(ports[:3])}{' ...' if len(ports) > 3 else ''}",
         )
-    if any(k in _MIRRORED for k in kinds):
+    if any(k in _MIRRORED + _REVIEW for k in kinds):
         return "mirrored", ", ".join(parts)
     if set(kinds) <= {"not_mirrored"}:
         notes = sorted({o.note for _, o in seen if o and o.note})
@@ -124,18 +134,35 @@ def _disposition(files: tuple[str, ...], by_upstream: dict[str, FileOutcome]) ->
 
 
 def window_rows(
-    window: Window, name: str, outcomes: list[FileOutcome], downstream_commits: dict[str, str] | None = None
+    window: Window,
+    name: str,
+    outcomes: list[FileOutcome],
+    downstream_commits: dict[str, str] | None = None,
+    questions: list[Any] | None = None,
 ) -> list[LedgerRow]:
-    """One row per first-parent commit of the window, in merge order."""
+    """One row per first-parent commit of the window, in merge order.
+
+    With ``questions`` (sync.reports.questions.Question), a commit is ``review`` only when a
+    conflict or file question names its PR (grouped rule hits keep their default and do not count).
+    """
     by_upstream: dict[str, FileOutcome] = {}
     for o in outcomes:
         by_upstream[o.upstream_path] = o
         if o.upstream_old:
             by_upstream.setdefault(o.upstream_old, o)
     commits = downstream_commits or {}
+    asked: dict[int | str, list[str]] | None = None
+    if questions is not None:
+        asked = {}
+        for q in questions:
+            if q.kind in _REVIEW:
+                for pr in q.prs:
+                    asked.setdefault(pr, []).append(q.id)
     rows = []
     for c in window.commits:
-        disposition, reason = _disposition(c.files, by_upstream)
+        label = c.pr if c.pr is not None else c.sha[:8]
+        mine = None if asked is None else asked.get(label, [])
+        disposition, reason = _disposition(c.files, by_upstream, mine)
         rows.append(LedgerRow(c.sha, c.pr, name, disposition, commits.get(c.sha, ""), c.title, reason))
     return rows
 

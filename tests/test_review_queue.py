@@ -135,6 +135,8 @@ def test_each_conflict_hunk_names_the_prs_behind_it_not_the_files(tmp_path):
     assert doc["files"]["vime/m.py"]["prs"] == [2, 3, 4]  # the file: every PR; the hunks: their own
     regions = doc["files"]["vime/m.py"]["regions"]
     assert {"lines": [15, 15], "prs": [3]} in regions
+    ledger = {r.pr: r.disposition for r in load_ledger(result.worktree)}
+    assert ledger == {2: "review", 3: "mirrored", 4: "review"}  # #3's change merged cleanly
     page = (result.report_dir / "review.html").read_text()
     assert '"prs": [4]' in page or '"prs":[4]' in page
 

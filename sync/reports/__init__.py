@@ -23,7 +23,7 @@ def build_reports(ctx: ReportContext) -> dict[str, bytes]:
         f"{base}/decisions.json": dump_json(doc),
         f"{base}/review.html": render_review_page(doc).encode(),
     }
-    rows = window_rows(ctx.window, ctx.name, ctx.outcomes, ctx.downstream_commits)
+    rows = window_rows(ctx.window, ctx.name, ctx.outcomes, ctx.downstream_commits, ctx.questions)
     files |= ledger_files(merge_rows(ctx.previous_ledger, rows))
     by_path = {o.path: o for o in ctx.outcomes}
     ports = {o.upstream_path: o for o in ctx.outcomes if o.outcome == "port"}
