@@ -29,7 +29,8 @@ from rich.progress import track
 from transformers import AutoTokenizer
 
 from vime.rollout.data_source import make_data_source
-from vime.rollout.generate import build_sampling_params, generate
+from vime.rollout.generate import generate
+from vime.rollout.sampling_params import build_sampling_params
 from vime.rollout.vllm_rollout import generate_rollout
 from vime.utils.arguments import parse_args
 from vime.utils.http_utils import post, run

@@ -21,9 +21,9 @@ DATA = ROOT / "sync" / "demo" / "data"  # the demo's upstream repository: files,
 # vime.backends.vllm_utils.arguments is the one module of a higher layer they may import.
 LAYERS = [
     ("vime.utils", "vime.algorithms"),
-    ("vime.backends", "vime.rollout"),
+    ("vime.backends", "vime.rollout", "vime.preflight"),
     ("vime.ray",),
-    ("vime.presets", "vime.warm_start", "vime.contract_runner", "vime.preflight", "vime.compat"),
+    ("vime.presets", "vime.warm_start", "vime.contract_runner", "vime.compat"),
 ]
 ALLOWED_UP = {
     ("vime.utils.arguments", "vime.backends.vllm_utils.arguments"),

@@ -14,7 +14,8 @@ from aiohttp import web
 
 from vime.backends.vllm_utils.engine_client import server_request_id
 from vime.rollout.debug_data import load_rollout_data, save_rollout_data
-from vime.rollout.generate import apply_generate_output, build_sampling_params, post_generate
+from vime.rollout.generate import apply_generate_output, post_generate
+from vime.rollout.sampling_params import build_sampling_params
 from vime.utils.http_utils import HTTPStatusError, allocate_ports, is_port_free, run
 from vime.utils.types import Sample
 

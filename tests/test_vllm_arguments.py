@@ -81,9 +81,18 @@ def test_router_flags_pass_through_and_are_validated(parser):
         parser.parse_args(["--router-policy", "fastest"])
 
 
-def test_engine_flags_skip_flags_the_caller_already_has():
-    p = argparse.ArgumentParser()
-    p.add_argument("--use-fault-tolerance", action="store_true")
-    add_vllm_engine_arguments(p)  # must not raise "conflicting option string"
-    args = p.parse_args(["--rollout-num-engines", "0", "--rollout-external-engine-addrs", "h:1", "h:2"])
+def test_engine_flags_are_defined_once():
+    """vime's engine/router flags and vime's own groups share no flag (a second, skipped copy was dead code)."""
+    from vime.utils.args import VIME_GROUPS, add_train_backend_arguments
+
+    own = argparse.ArgumentParser()
+    add_train_backend_arguments(own)
+    for add_group in VIME_GROUPS:
+        add_group(own)
+    engine = argparse.ArgumentParser()
+    add_vllm_engine_arguments(engine)
+    shared = sorted(set(own._option_string_actions) & set(engine._option_string_actions) - {"-h", "--help"})
+    assert not shared, f"defined twice: {shared}"
+    add_vllm_engine_arguments(own)  # and together they build one parser
+    args = own.parse_args(["--rollout-num-engines", "0", "--rollout-external-engine-addrs", "h:1", "h:2"])
     assert args.rollout_num_engines == 0 and args.rollout_external_engine_addrs == ["h:1", "h:2"]

@@ -2,7 +2,7 @@
 
 A pass records ``(original node, rule, applied|hit)`` events; the lines are resolved afterwards
 and only for the statements that changed (libcst's PositionProvider over a whole module costs more
-than the translation itself), see :func:`resolve_lines`.
+than the translation itself), with :func:`sync.translator.cst_codegen.line_map`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
 
 from sync.rules import Rule
 from sync.translator.compiled import CompiledRules
@@ -50,30 +49,3 @@ class RecordingTransformer(cst.CSTTransformer):
 
     def hit(self, node: cst.CSTNode, rule: Rule, offset: int = 0) -> None:
         self.events.append(Event(node, rule, False, offset))
-
-
-@dataclass
-class _LineCodegenState(CodegenState):
-    """Code generation that only counts lines and notes the line where each node starts."""
-
-    line: int = 1
-    starts: dict = field(default_factory=dict)
-
-    def add_token(self, value: str) -> None:
-        self.tokens.append(value)
-        if "\n" in value:
-            self.line += value.count("\n")
-
-    def before_codegen(self, node: cst.CSTNode) -> None:
-        self.starts[node] = self.line
-
-
-def line_map(module: cst.Module, statement: cst.CSTNode) -> dict[cst.CSTNode, int]:
-    """1-based start line of every node of ``statement``, counted from its first (leading) line.
-
-    libcst's PositionProvider computes full ranges for every node and costs several times more;
-    a line per node is all provenance needs.
-    """
-    state = _LineCodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
-    statement._codegen(state)
-    return state.starts

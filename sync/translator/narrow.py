@@ -13,22 +13,14 @@ import bisect
 from collections.abc import Callable
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
 
+from sync.translator.cst_codegen import render
 from sync.translator.spans import group_first_lines
 
 NARROWABLE = (cst.FunctionDef, cst.ClassDef)
 MIN_LINES = 8  # smaller statements are visited whole
 
 Runner = Callable[[cst.BaseStatement, int, int], cst.BaseStatement]
-
-
-def render(module: cst.Module, node: cst.CSTNode, indents: list[str]) -> str:
-    """Code of a (possibly nested) statement at its own indentation."""
-    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
-    state.indent_tokens = list(indents)
-    node._codegen(state)
-    return "".join(state.tokens)
 
 
 class Narrower:

@@ -15,7 +15,8 @@ from collections.abc import Callable
 import libcst as cst
 
 from sync.translator.compiled import SGLANG_REFERENCE, CompiledRules
-from sync.translator.cst_base import PassContext, RecordingTransformer, line_map
+from sync.translator.cst_base import PassContext, RecordingTransformer
+from sync.translator.cst_codegen import line_map
 from sync.translator.model import Applied, Hit
 from sync.translator.narrow import Narrower
 from sync.translator.py_compat import CompatPass, compat_scope

@@ -7,9 +7,9 @@ import copy
 from argparse import Namespace
 from typing import Any
 
-from vime.rollout.generate import build_sampling_params
 from vime.rollout.generate_and_rm import generate_and_rm
 from vime.rollout.generate_state import GenerateState
+from vime.rollout.sampling_params import build_sampling_params
 from vime.utils.types import RolloutFnEvalOutput, Sample
 
 _DATASETS: dict[tuple, Any] = {}

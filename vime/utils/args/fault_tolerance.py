@@ -7,7 +7,16 @@ import argparse
 
 def add_fault_tolerance_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("fault tolerance")
-    g.add_argument("--use-fault-tolerance", action="store_true", default=False)
-    g.add_argument("--rollout-health-check-interval", type=float, default=5.0)
-    g.add_argument("--rollout-health-check-timeout", type=float, default=10.0)
+    g.add_argument(
+        "--use-fault-tolerance",
+        action="store_true",
+        default=False,
+        help="Watch engine health; restart a dead engine, re-sync its weights and re-run its requests.",
+    )
+    g.add_argument(
+        "--rollout-health-check-interval", type=float, default=5.0, help="Seconds between health checks."
+    )
+    g.add_argument(
+        "--rollout-health-check-timeout", type=float, default=10.0, help="Seconds a health check may take."
+    )
     g.add_argument("--rollout-health-check-first-wait", type=float, default=0.0)

@@ -63,5 +63,5 @@ def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
         type=str,
         nargs="*",
         default=None,
-        help="host:port of engines started elsewhere.",
+        help="host:port of vLLM servers started elsewhere; vime registers them with the router and starts none.",
     )
