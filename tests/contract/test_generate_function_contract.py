@@ -43,7 +43,7 @@ CALL = "await fn(args, sample, sampling_params)"
 
 
 def _sampling_params(args):
-    from vime.rollout.generate import build_sampling_params
+    from vime.rollout.sampling_params import build_sampling_params
 
     return build_sampling_params(args)
 
