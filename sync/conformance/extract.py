@@ -286,6 +286,8 @@ class _Extractor(cst.CSTVisitor):
                 body_node = positional[wrapper.body_arg]
             elif wrapper.body_kwarg and wrapper.body_kwarg in keywords:
                 body_node = keywords[wrapper.body_kwarg]
+            if isinstance(body_node, cst.Name) and body_node.value == "None":
+                body_node = None
             body = (
                 self._body(body_node)
                 if body_node is not None
@@ -327,7 +329,9 @@ class _Extractor(cst.CSTVisitor):
             query.update(extra)
             query_open = query_open or extra_open
         body = None
-        if "json" in keywords:
+        if "json" in keywords and not (
+            isinstance(keywords["json"], cst.Name) and keywords["json"].value == "None"
+        ):
             body = self._body(keywords["json"])
         elif "data" in keywords:
             body = Body(open=True)

@@ -107,16 +107,24 @@ class StringRolePass(RecordingTransformer):
         return rule if rule is not None and not rule.leaves_code and reshapes(rule) else None
 
     def _reshape_caller(self, rule, call: cst.Call) -> cst.Call:
+        """A dropped body becomes ``None`` in place (deleting the argument would delete its line); a
+        body over several lines is never dropped (the conformance check reports its keys instead)."""
         args = list(call.args)
         body = args[1].value if len(args) > 1 and args[1].keyword is None and args[1].star == "" else None
+        if (
+            body is not None
+            and _spans_lines(body)
+            and (new_body(rule, body) is None or query_from_body(rule, body))
+        ):
+            return call
         pairs = query_from_body(rule, body)
         if pairs is not None:
-            first = args[0].with_changes(value=query_route(rule.to.lstrip("/"), pairs))
-            return call.with_changes(args=[first.with_changes(comma=cst.MaybeSentinel.DEFAULT), *args[2:]])
+            args[0] = args[0].with_changes(value=query_route(rule.to.lstrip("/"), pairs))
+            args[1] = args[1].with_changes(value=cst.Name("None"))
+            return call.with_changes(args=args)
         reshaped = new_body(rule, body)
         if body is not None and reshaped is None:
-            del args[1]
-            args[0] = args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT) if len(args) == 1 else args[0]
+            args[1] = args[1].with_changes(value=cst.Name("None"))
         elif body is not None and reshaped is not body:
             args[1] = args[1].with_changes(value=reshaped)
         elif body is None and reshaped is not None and len(args) == 1:
@@ -137,8 +145,10 @@ class StringRolePass(RecordingTransformer):
                 args[index] = arg.with_changes(keyword=cst.Name("params"))
             else:
                 reshaped = new_body(rule, arg.value)
+                if reshaped is None and _spans_lines(arg.value):
+                    break  # dropping it would drop lines: left for the conformance check to report
                 if reshaped is None:
-                    del args[index]
+                    args[index] = arg.with_changes(value=cst.Name("None"))  # keeps the line
                 elif reshaped is not arg.value:
                     args[index] = arg.with_changes(value=reshaped)
             break
@@ -216,3 +226,7 @@ class StringRolePass(RecordingTransformer):
             return updated_node
         new = self._prose(original_node, updated_node.value)
         return updated_node if new == updated_node.value else updated_node.with_changes(value=new)
+
+
+def _spans_lines(node: cst.CSTNode) -> bool:
+    return "\n" in cst.Module([]).code_for_node(node)
