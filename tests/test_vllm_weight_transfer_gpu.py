@@ -202,3 +202,17 @@ def test_nccl_weight_sync_changes_engine_outputs(tiny_model_dir, tiny_model_dir_
         assert after["token_ids"] != before
     finally:
         server.stop()
+
+
+def test_cli_refuses_gpu_weight_sync_on_this_machine(capsys, tiny_model_dir):
+    from vime.utils.arguments import parse_args
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: ipc with --colocate is valid here")
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["--preset", "tiny-cpu", "--hf-checkpoint", str(tiny_model_dir), "--weight-sync", "ipc"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--weight-sync ipc" in err and "use disk" in err
+    args = parse_args(["--preset", "tiny-cpu", "--hf-checkpoint", str(tiny_model_dir)])
+    assert args.weight_sync == "disk"  # auto on a machine without a GPU
