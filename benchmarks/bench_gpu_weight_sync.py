@@ -54,8 +54,8 @@ QWEN2_1_5B = dict(
     max_position_embeddings=4096,
     rms_norm_eps=1e-6,
     tie_word_embeddings=True,
-    initializer_range=0.1,  # peakier random logits than 0.02: greedy ties are rare
 )
+INIT_RANGE = 0.1  # peakier random logits than HF's 0.02: greedy ties are rare (--init-range)
 PROMPTS = [[(i * 37 + j * 11) % 500 + 3 for j in range(24)] for i in range(4)]
 
 
@@ -87,7 +87,7 @@ def gpu_used_mib() -> float:
     return float(out.strip().splitlines()[0])
 
 
-def build_model(seed: int, dest: Path | None, tokenizer_dir: Path):
+def build_model(seed: int, dest: Path | None, tokenizer_dir: Path, init_range: float = INIT_RANGE):
     """A Qwen2-1.5B-shaped bf16 model with random weights on the GPU; saved to ``dest`` when given."""
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
@@ -96,6 +96,7 @@ def build_model(seed: int, dest: Path | None, tokenizer_dir: Path):
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     config = Qwen2Config(
         **QWEN2_1_5B,
+        initializer_range=init_range,
         bos_token_id=tok.convert_tokens_to_ids(EOS_TOKEN),
         eos_token_id=tok.convert_tokens_to_ids(EOS_TOKEN),
         pad_token_id=tok.convert_tokens_to_ids(PAD_TOKEN),
@@ -292,6 +293,8 @@ def main() -> None:
     cli.add_argument("--sweep", default="128,1024,2048", help="more bucket sizes (MiB) for the IPC route")
     cli.add_argument("--budget", type=float, default=520, help="seconds; later sections are skipped past it")
     cli.add_argument("--no-fresh-engine", action="store_true")
+    cli.add_argument("--init-range", type=float, default=INIT_RANGE, help="std of the random init")
+    cli.add_argument("--skip", default="", help="comma-separated sections to leave out (e.g. disk,sweep_128)")
     opts = cli.parse_args()
     env_setup()
     t0 = time.perf_counter()
@@ -305,7 +308,11 @@ def main() -> None:
     def save() -> None:
         json_path.write_text(json.dumps(result, indent=2, default=str) + "\n")
 
+    skipped = set(filter(None, opts.skip.split(",")))
+
     def section(name: str, fn, *a, **kw):
+        if name in skipped:
+            return None
         if time.perf_counter() - t0 > opts.budget:
             result["errors"][name] = "skipped: over the time budget"
             save()
@@ -335,9 +342,10 @@ def main() -> None:
     tok_dir = work / "tokenizer"
     build_tokenizer(tok_dir)
     dir_a, dir_b = work / "model_a", work / "model_b"
-    section("build_a", lambda: (build_model(0, dir_a, tok_dir), None)[1])
+    result["init_range"] = opts.init_range
+    section("build_a", lambda: (build_model(0, dir_a, tok_dir, opts.init_range), None)[1])
     torch.cuda.empty_cache()
-    model_b = build_model(1, dir_b, tok_dir)
+    model_b = build_model(1, dir_b, tok_dir, opts.init_range)
     weights = named_weights(model_b)
     nbytes = sum(t.numel() * t.element_size() for _, t in weights)
     result["model"] = {
