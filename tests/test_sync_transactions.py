@@ -9,7 +9,6 @@ repositories made in the test; the stand-in translator exercises the merge machi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -18,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fault_helpers import children, snapshot
 from window_helpers import FakeRules, build_scenario, fake_translate, git
 
 from sync.window import SyncError, run_window
@@ -45,44 +45,6 @@ def sc(tmp_path):
     git(sc.downstream, "stash", "push", "-u", "-q", "--", "stashed.txt")
     yield sc
     BOUNDARY_HOOKS.clear()
-
-
-def _files(root: Path) -> dict[str, str]:
-    out = {}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root).as_posix()
-        if rel == ".git" or rel.startswith(".git/") and not rel.startswith(".git/vime-sync-cache"):
-            continue
-        if p.is_file():
-            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
-
-
-def snapshot(repo: Path) -> dict[str, object]:
-    """Everything of the downstream a run may not change (the lock file in .git is allowed)."""
-    return {
-        "refs": git(repo, "for-each-ref", "--format=%(refname) %(objectname)"),
-        "head": git(repo, "symbolic-ref", "HEAD"),
-        "worktrees": git(repo, "worktree", "list", "--porcelain"),
-        "index": git(repo, "ls-files", "-s"),
-        "status": git(repo, "status", "--porcelain=v1", "--untracked-files=all", "--ignored"),
-        "stash": git(repo, "stash", "list"),
-        "files": _files(repo),
-        "siblings": sorted(p.name for p in repo.parent.iterdir()),
-    }
-
-
-def children() -> list[str]:
-    """Live (non-zombie) child processes of this test process."""
-    me, found = os.getpid(), []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me and fields[0] != "Z":
-            found.append(stat.parent.name)
-    return found
 
 
 def inject(at: str, fault: str) -> None:
