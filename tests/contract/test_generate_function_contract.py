@@ -21,6 +21,9 @@ vLLM can only be checked against a running engine; with no path, the dispatch of
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import pytest
 from contract_support import (
     FIXTURES,
@@ -50,24 +53,66 @@ def _sampling_params(args):
 
 @pytest.mark.skipif(not is_overridden(FLAG), reason="needs a plugin (vime's own generate needs an engine)")
 def test_generate_returns_generated_samples(tmp_path):
+    """A hook that calls vLLM talks to VIME_CONTRACT_ENGINE_URL, else to the stub engine mock below."""
     path, fn = load_hook(FLAG, DEFAULT)
-    args = rollout_args(tmp_path)
-    params = _sampling_params(args)
-    sample = make_sample(0)
-    check_callable_as(fn, path, "generate function", CALL, args, sample, params)
-    check_is_async(fn, path, "generate function", CALL)
-    result = call_hook(fn, f"generate function {path}", args, sample, dict(params))
+    with contextlib.ExitStack() as stack:
+        engine = {}
+        if not os.environ.get("VIME_CONTRACT_ENGINE_URL"):
+            stub = stack.enter_context(StubEngine([]))
+            engine = {"vllm_router_ip": "127.0.0.1", "vllm_router_port": stub.port}
+        args = rollout_args(tmp_path, **engine)
+        params = _sampling_params(args)
+        sample = make_sample(0)
+        check_callable_as(fn, path, "generate function", CALL, args, sample, params)
+        check_is_async(fn, path, "generate function", CALL)
+        result = call_hook(fn, f"generate function {path}", args, sample, dict(params))
     samples = result if isinstance(result, list) else [result]
+    if not samples:
+        raise ContractViolation(
+            f"generate function {path}: returned an empty list; return at least one Sample"
+        )
     for i, generated in enumerate(samples):
         check_sample(generated, f"generate function {path}: returned sample {i}", generated=False)
         if generated.status == Sample.Status.PENDING:
             raise ContractViolation(
                 f"generate function {path}: returned sample {i} is still PENDING; set COMPLETED / TRUNCATED / ABORTED / FAILED"
             )
-        if generated.response_length > params["max_tokens"]:
+        turns = model_turns(generated)
+        if max(turns, default=0) > params["max_tokens"]:
             raise ContractViolation(
-                f"generate function {path}: returned sample {i} has {generated.response_length} response tokens, "
+                f"generate function {path}: returned sample {i} has a model turn of {max(turns)} tokens, "
                 f"over sampling_params['max_tokens']={params['max_tokens']}"
+            )
+        check_observations_masked(generated, f"generate function {path}: returned sample {i}")
+
+
+def model_turns(sample: Sample) -> list[int]:
+    """Lengths of the model's turns: runs of loss-mask 1 (the whole response when there is no mask).
+
+    A multi-turn hook interleaves model tokens with tool / environment tokens (loss mask 0); each
+    request to the engine is bounded by ``max_tokens``, the whole response is not.
+    """
+    if sample.loss_mask is None:
+        return [sample.response_length]
+    turns, run = [], 0
+    for bit in sample.loss_mask:
+        if bit:
+            run += 1
+        elif run:
+            turns.append(run)
+            run = 0
+    return turns + ([run] if run else [])
+
+
+def check_observations_masked(sample: Sample, what: str) -> None:
+    """Tokens the model did not generate (loss mask 0) carry rollout log probability 0."""
+    if sample.loss_mask is None or sample.rollout_log_probs is None:
+        return
+    for position, (bit, log_prob) in enumerate(zip(sample.loss_mask, sample.rollout_log_probs, strict=True)):
+        if not bit and log_prob != 0.0:
+            raise ContractViolation(
+                f"{what}: response token {position} has loss mask 0 but rollout log prob {log_prob}; "
+                "append tool output with append_response_tokens(..., trainable=False)"
             )
 
 
@@ -109,8 +154,9 @@ class StubEngine:
     """A MOCK of vLLM's ``POST /inference/v1/generate`` (token in, token out), in a thread.
 
     A contract runs with no engine (CPU, seconds); this stands in for one so that vime's default
-    generate hook is checked on the shape of vLLM's answer. The real engine is exercised by the
-    rollout integration tests. ``finish_reasons`` are answered in order.
+    generate hook, and a plugin's calls, are checked on the shape of vLLM's answer. The real engine
+    is exercised by the rollout integration tests. ``finish_reasons`` are answered in order, then
+    "stop". ``POST /v1/completions`` (a text prompt, through vime.compat) answers likewise.
     """
 
     def __init__(self, finish_reasons: list[str]):
@@ -122,15 +168,20 @@ class StubEngine:
 
         body = await request.json()
         self.requests.append(body)
-        reason = self.finish_reasons.pop(0)
-        count = 0 if reason == "abort" else min(3, int(body["sampling_params"]["max_tokens"]))
-        choice = {
-            "token_ids": [40 + i for i in range(count)],
-            "logprobs": {"content": [{"logprob": -0.5 - i} for i in range(count)]},
-            "finish_reason": reason,
-            "weight_versions": [{"version": "7", "start": 0, "end": count}],
-        }
-        return web.json_response({"choices": [choice]})
+        reason = self.finish_reasons.pop(0) if self.finish_reasons else "stop"
+        params = body.get("sampling_params", body)
+        count = 0 if reason == "abort" else min(3, int(params["max_tokens"]))
+        tokens = [40 + i for i in range(count)]
+        log_probs = [-0.5 - i for i in range(count)]
+        choice = {"token_ids": tokens, "finish_reason": reason, "text": "".join(chr(t) for t in tokens)}
+        if "prompt" in body:  # /v1/completions
+            choice["logprobs"] = {"token_logprobs": log_probs} if body.get("logprobs") is not None else None
+        else:
+            choice["logprobs"] = {"content": [{"logprob": x} for x in log_probs]}
+            choice["weight_versions"] = [{"version": "7", "start": 0, "end": count}]
+        return web.json_response(
+            {"choices": [choice], "usage": {"prompt_tokens": 1, "completion_tokens": count}}
+        )
 
     def __enter__(self):
         import asyncio
@@ -145,6 +196,7 @@ class StubEngine:
         self.loop = asyncio.new_event_loop()
         app = web.Application()
         app.router.add_post("/inference/v1/generate", self._generate)
+        app.router.add_post("/v1/completions", self._generate)
         self.runner = web.AppRunner(app)
         self.loop.run_until_complete(self.runner.setup())
         self.loop.run_until_complete(web.TCPSite(self.runner, "127.0.0.1", self.port).start())

@@ -38,6 +38,13 @@ class GenerateState:
         self.semaphore = asyncio.Semaphore(int(getattr(args, "vllm_server_concurrency", 512)) * engines)
         self.reset()
 
+    @property
+    def sampling_params(self) -> dict:
+        """A fresh copy of the rollout's sampling params from the flags (slime's ``state.sampling_params``)."""
+        from vime.rollout.sampling_params import build_sampling_params
+
+        return build_sampling_params(self.args)
+
     def reset(self) -> None:
         self.retries = 0
         self.remaining_batch_size = 0
