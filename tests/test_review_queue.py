@@ -16,7 +16,9 @@ from typer.testing import CliRunner
 from window_helpers import FakeRules, commit, fake_translate, git, init_repo
 
 from sync.cli import app
-from sync.gate.regression import regression_gate
+from sync.gate import GateConfigError, GateResult, run_static_checks
+from sync.gate.config import load_gate_config
+from sync.gate.regression import keep_regressions, regression_gate
 from sync.ledger import fill_downstream, load_ledger, where_is
 from sync.window import SyncError, run_window
 from sync.window.history import WindowError, window_by_commit
@@ -167,6 +169,19 @@ def test_regression_gate_reports_new_fixed_and_preexisting_and_bisects_the_pr(tm
     assert [f.files for f in r.fixed] == [["vime/fix_me.py"]]
     assert [f.files for f in r.preexisting] == [["vime/old_bad.py"]]
     assert not r.passed and r.probes <= 2 + 3  # before, after, and a bisection over 4 steps
+
+    # the same as a gate mode (.vime-sync/gate.toml [static] mode = "regressions"), as resolve's gate runs it
+    static = GateResult()
+    run_static_checks(result.worktree, {}, load_gate_config(result.worktree), static)
+    assert len(static.failures) == 2  # the plain checks: old_bad.py and new.py
+    keep_regressions(result.worktree, result.window.prs_by_file(), static)
+    assert [(f.files, f.prs) for f in static.failures] == [(["vime/new.py"], [3])]
+    assert "1 pre-existing not counted" in next(c.note for c in static.checks if c.name == "compile")
+    (result.worktree / ".vime-sync").mkdir(exist_ok=True)
+    (result.worktree / ".vime-sync/gate.toml").write_text('[static]\nmode = "everything"\n')
+    with pytest.raises(GateConfigError, match='mode must be "all" or "regressions"'):
+        load_gate_config(result.worktree)
+    (result.worktree / ".vime-sync/gate.toml").unlink()
 
     runner = CliRunner()
     out = runner.invoke(app, ["gate", "--worktree", str(result.worktree), "--regressions"])

@@ -132,6 +132,10 @@ def run_gate(
     result = GateResult()
     on_step("static checks")
     run_static_checks(worktree, file_prs, config, result, rules)
+    if config.static_mode == "regressions":
+        from sync.gate.regression import keep_regressions
+
+        keep_regressions(worktree, file_prs, result, rules, on_step)
     run_contracts(worktree, file_prs, config, result, on_step)
     write_report(result, report_dir)
     return result

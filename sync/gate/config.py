@@ -8,6 +8,7 @@
 
     [static]
     exclude = ["tests/contract/fixtures/broken_syntax*"]   # globs the static checks skip
+    mode = "regressions"     # fail only on failures the window introduced (default: "all")
 
 Without the file (or without any ``[[contract]]``), vime's own contracts run with no path, i.e.
 against vime's default hooks.
@@ -45,6 +46,7 @@ class GateConfig:
     contracts: list[ContractRun] = field(default_factory=list)  # empty: vime's defaults
     exclude: list[str] = field(default_factory=list)
     source: str | None = None  # the config file, when there is one
+    static_mode: str = "all"  # "regressions": static failures present before the window do not count
 
 
 def load_gate_config(worktree: Path) -> GateConfig:
@@ -73,4 +75,7 @@ def load_gate_config(worktree: Path) -> GateConfig:
     exclude = data.get("static", {}).get("exclude", [])
     if not isinstance(exclude, list) or not all(isinstance(e, str) for e in exclude):
         raise GateConfigError(f"{CONFIG_PATH}: [static] exclude must be a list of glob strings")
-    return GateConfig(contracts=contracts, exclude=exclude, source=CONFIG_PATH)
+    mode = data.get("static", {}).get("mode", "all")
+    if mode not in ("all", "regressions"):
+        raise GateConfigError(f'{CONFIG_PATH}: [static] mode must be "all" or "regressions", not {mode!r}')
+    return GateConfig(contracts=contracts, exclude=exclude, source=CONFIG_PATH, static_mode=mode)

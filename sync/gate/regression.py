@@ -225,3 +225,34 @@ def write_regressions(r: RegressionResult, report_dir: Path) -> None:
     report_dir.mkdir(parents=True, exist_ok=True)
     (report_dir / "gate.json").write_text(json.dumps(r.to_dict(), indent=2) + "\n", encoding="utf-8")
     (report_dir / "GATE.md").write_text(render_regressions(r), encoding="utf-8")
+
+
+def keep_regressions(
+    worktree: Path,
+    file_prs: dict[str, list[int | str]],
+    result: GateResult,
+    rules: Any = None,
+    on_step: Callable[[str], None] | None = None,
+) -> RegressionResult | None:
+    """``[static] mode = "regressions"``: keep only the static failures the window introduced (each
+    with its bisected PR) in ``result``; pre-existing and fixed ones become notes."""
+    try:
+        before = branch_base(worktree)
+    except (ValueError, subprocess.CalledProcessError):
+        result.notes.append("regressions mode: no sync commit on this branch, so every static failure counts")
+        return None
+    reg = regression_gate(worktree, before, file_prs, probe=static_probe(worktree, rules), on_step=on_step)
+    result.failures = list(reg.new)
+    failed = {f.check for f in reg.new}
+    for check in result.checks:
+        if check.status == "failed" and check.name not in failed:
+            check.status = "passed"
+        old = sum(1 for f in reg.preexisting if f.check == check.name)
+        if old:
+            check.note = f"{check.note}; {old} pre-existing not counted".lstrip("; ")
+    result.notes.append(
+        f"regressions only (against {before[:12]}): {len(reg.new)} new, {len(reg.fixed)} fixed, "
+        f"{len(reg.preexisting)} pre-existing static failures; {reg.probes} trees checked"
+    )
+    result.notes += reg.notes
+    return reg
