@@ -401,3 +401,20 @@ def test_two_upstream_files_ported_onto_one_vime_module_keep_two_diffs(tmp_path)
     assert "+X1 = 2" in (result.report_dir / "ports/slime/x1.py.diff").read_text()
     assert "+X2 = 2" in (result.report_dir / "ports/slime/x2.py.diff").read_text()
     assert (result.worktree / "vime/shared.py").read_text() == "SHARED = 1\n"
+
+
+def test_a_port_diff_names_the_pr_behind_each_hunk(tmp_path):
+    up, down = _pair(tmp_path, {"slime/own.py": LONG})
+    commit(
+        down, "layout", {"translations/layout.toml": 'kind = "layout"\n[paths]\n"slime/own.py" = "owned"\n'}
+    )
+    commit(up, "top (#2)", {"slime/own.py": LONG.replace("V2 = 2", "V2 = 'up'")})
+    commit(
+        up,
+        "bottom (#3)",
+        {"slime/own.py": LONG.replace("V2 = 2", "V2 = 'up'").replace("V28 = 28", "V28 = 'up'")},
+    )
+    result = _window(up, down, 3, 2)
+    diff = (result.report_dir / "ports/slime/own.py.diff").read_text()
+    headers = [line for line in diff.splitlines() if line.startswith("@@")]
+    assert [h.rsplit(" PRs ", 1)[1] for h in headers] == ["#2", "#3"]

@@ -172,6 +172,8 @@ class Provenance(Protocol):
 
     def line_prs(self, out: FileOutcome, line: int) -> list[int | str] | None: ...
 
+    def annotate(self, out: FileOutcome, diff: str) -> str: ...
+
 
 class FilePRsOnly:
     """The fallback provenance: every hunk and line carries the PRs that touched its file."""
@@ -181,6 +183,9 @@ class FilePRsOnly:
 
     def line_prs(self, out: FileOutcome, line: int) -> list[int | str] | None:
         return None
+
+    def annotate(self, out: FileOutcome, diff: str) -> str:
+        return diff
 
 
 def _in_order(prs: list[int | str], order: list[int | str]) -> list[int | str]:
@@ -325,7 +330,7 @@ def build_questions(
                 f"{'translated file' if out.alternative is not None else 'deletion'}",
                 PORT_OPTIONS, "ours", diff=f"ports/{out.upstream_path}.diff",  # upstream path: two may share a target
                 alternative=f"alternatives/{out.upstream_path}" if out.alternative is not None else None,
-                sides={"theirs": port_diff(out)},
+                sides={"theirs": prov.annotate(out, port_diff(out))},
             )  # fmt: skip
         if out.theirs is not None and out.theirs.parse_error and out.outcome not in ("not_mirrored", "port"):
             add(

@@ -11,6 +11,7 @@ Computed lazily, only for files the review queue asks about.
 from __future__ import annotations
 
 import difflib
+import re
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -160,6 +161,11 @@ class WindowProvenance:
             return None
         return self._sorted(h.final[line - 1])
 
+    def annotate(self, out: FileOutcome, diff: str) -> str:
+        """``diff`` (base -> theirs of ``out``) with each hunk's PRs after its header."""
+        h = self.history(out)
+        return annotate_diff(diff, h, self.order) if h is not None else diff
+
     def regions(self, out: FileOutcome) -> list[dict[str, object]]:
         """Changed regions of theirs (1-based line ranges) with the PRs behind each, for decisions.json."""
         h = self.history(out)
@@ -175,3 +181,39 @@ class WindowProvenance:
             else:
                 spans.append({"lines": [i + 1, i + 1], "prs": self._sorted(prs)})
         return spans
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+def annotate_diff(diff: str, h: LineHistory, order: list[PR]) -> str:
+    """A unified diff of base -> theirs with the PRs behind each hunk after its ``@@ ... @@`` header."""
+    rank = {p: i for i, p in enumerate(order)}
+    lines = diff.splitlines(keepends=True)
+    out: list[str] = []
+    header_at, prs = -1, set()
+
+    def close() -> None:
+        if header_at >= 0 and prs:
+            ordered = sorted(prs, key=lambda p: rank.get(p, len(rank)))
+            label = ", ".join(f"#{p}" if isinstance(p, int) else str(p) for p in ordered)
+            out[header_at] = out[header_at].rstrip("\n") + f" PRs {label}\n"
+
+    i = j = 0
+    for line in lines:
+        m = _HUNK.match(line)
+        if m:
+            close()
+            header_at, prs = len(out), set()
+            i, j = max(int(m.group(1)) - 1, 0), max(int(m.group(2)) - 1, 0)
+        elif header_at >= 0 and line.startswith("-"):
+            prs |= h.base_fate[i] if i < len(h.base_fate) else set()
+            i += 1
+        elif header_at >= 0 and line.startswith("+"):
+            prs |= h.final[j] if j < len(h.final) else set()
+            j += 1
+        elif header_at >= 0 and line.startswith(" "):
+            i, j = i + 1, j + 1
+        out.append(line)
+    close()
+    return "".join(out)
