@@ -116,7 +116,7 @@ def test_conflict_marker_check_skips_binary_files(tmp_path):
 
 def test_vllm_flag_check_is_skipped_with_a_note_when_vllm_is_missing(tmp_path, monkeypatch):
     """Without vLLM the flag check cannot build vLLM's parser: it is reported as skipped, not passed."""
-    import sync.gate as gate
+    import sync.gate.static as gate
     from sync.gate.config import GateConfig
     from sync.gate.result import GateResult
     from sync.gate.vllm_flags import VllmNotInstalled

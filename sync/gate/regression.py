@@ -125,7 +125,7 @@ def checkout(repo: Path, rev: str) -> Iterator[Path]:
 
 def static_probe(repo: Path, rules: Any = None) -> Probe:
     """Run the static checks on the tree of a revision; failures by key."""
-    from sync.gate import run_static_checks
+    from sync.gate.static import run_static_checks
 
     def probe(rev: str) -> dict[Key, GateFailure]:
         with checkout(repo, rev) as tree:

@@ -14,15 +14,24 @@ import json
 import logging
 import os
 import pickle
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vime.rollout.filter_hub.buffer_filters import pop_first
 from vime.rollout.prompt_dataset import PromptDataError, PromptDataset, load_tokenizer
+from vime.utils.args.defaults import config_from_args, flag_value
 from vime.utils.misc import load_function
 from vime.utils.types import Sample
 
-__all__ = ["DataSource", "RolloutDataSource", "RolloutDataSourceWithBuffer", "make_data_source", "pop_first"]
+__all__ = [
+    "DataSource",
+    "DataSourceConfig",
+    "RolloutDataSource",
+    "RolloutDataSourceWithBuffer",
+    "make_data_source",
+    "pop_first",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +60,30 @@ class DataSource(abc.ABC):
         """Number of prompts (may change as samples are added or taken)."""
 
 
+@dataclass(frozen=True)
+class DataSourceConfig:
+    """The flags the data source reads, typed, built once from ``args`` (missing ones: parser defaults)."""
+
+    n_samples_per_prompt: int
+    rollout_shuffle: bool
+    rollout_seed: int
+    prompt_data: str | None
+    rollout_global_dataset: bool
+    hf_checkpoint: str | None
+    input_key: str
+    label_key: str | None
+    metadata_key: str
+    tool_key: str
+    apply_chat_template: bool
+    apply_chat_template_kwargs: dict[str, Any] | None
+    rollout_max_prompt_len: int | None
+    buffer_filter_path: str | None
+
+    @classmethod
+    def from_args(cls, args: Any) -> DataSourceConfig:
+        return config_from_args(cls, args)
+
+
 def _state_path(root: str, rollout_id: int) -> Path:
     return Path(root) / "rollout" / f"data_source_state_{rollout_id}.json"
 
@@ -71,35 +104,31 @@ class RolloutDataSource(DataSource):
 
     def __init__(self, args: Any) -> None:
         self.args = args
-        self.n_samples_per_prompt = int(getattr(args, "n_samples_per_prompt", 1) or 1)
-        self.shuffle = bool(getattr(args, "rollout_shuffle", False))
-        self.seed = int(getattr(args, "rollout_seed", 42))
+        self.config = config = DataSourceConfig.from_args(args)
+        self.n_samples_per_prompt = int(config.n_samples_per_prompt or 1)
+        self.shuffle = bool(config.rollout_shuffle)
+        self.seed = int(config.rollout_seed)
         self.epoch_id = 0
         self.sample_offset = 0
         self.sample_group_index = 0
         self.sample_index = 0
         self.metadata: dict = {}
         self.dataset: PromptDataset | None = None
-        prompt_data = getattr(args, "prompt_data", None)
-        if getattr(args, "rollout_global_dataset", True) and prompt_data is not None:
-            needs_tokenizer = getattr(args, "apply_chat_template", False) or (
-                getattr(args, "rollout_max_prompt_len", None) is not None
-            )
+        if config.rollout_global_dataset and config.prompt_data is not None:
+            needs_tokenizer = config.apply_chat_template or config.rollout_max_prompt_len is not None
             tokenizer = (
-                load_tokenizer(getattr(args, "hf_checkpoint", None), "--apply-chat-template")
-                if needs_tokenizer
-                else None
+                load_tokenizer(config.hf_checkpoint, "--apply-chat-template") if needs_tokenizer else None
             )
             self.dataset = PromptDataset(
-                prompt_data,
+                config.prompt_data,
                 tokenizer=tokenizer,
-                input_key=getattr(args, "input_key", "input"),
-                label_key=getattr(args, "label_key", None),
-                metadata_key=getattr(args, "metadata_key", "metadata"),
-                tool_key=getattr(args, "tool_key", "tools"),
-                apply_chat_template=bool(getattr(args, "apply_chat_template", False)),
-                apply_chat_template_kwargs=getattr(args, "apply_chat_template_kwargs", None),
-                max_prompt_len=getattr(args, "rollout_max_prompt_len", None),
+                input_key=config.input_key,
+                label_key=config.label_key,
+                metadata_key=config.metadata_key,
+                tool_key=config.tool_key,
+                apply_chat_template=bool(config.apply_chat_template),
+                apply_chat_template_kwargs=config.apply_chat_template_kwargs,
+                max_prompt_len=config.rollout_max_prompt_len,
                 seed=self.seed,
             )
             if self.shuffle:
@@ -174,7 +203,7 @@ class RolloutDataSource(DataSource):
             self.dataset.shuffle(self.epoch_id)
 
     def save(self, rollout_id: int) -> None:
-        root = getattr(self.args, "save", None)
+        root = flag_value(self.args, "save")
         if root is None:
             return
         path = _state_path(root, rollout_id)
@@ -182,7 +211,7 @@ class RolloutDataSource(DataSource):
         logger.info("saved data source state to %s", path)
 
     def load(self, rollout_id: int | None = None) -> None:
-        root = getattr(self.args, "load", None)
+        root = flag_value(self.args, "load")
         if root is None:
             return
         if rollout_id is None:
@@ -220,7 +249,7 @@ class RolloutDataSourceWithBuffer(RolloutDataSource):
     def __init__(self, args: Any) -> None:
         super().__init__(args)
         self.buffer: list[list[Sample]] = []
-        path = getattr(args, "buffer_filter_path", None)
+        path = self.config.buffer_filter_path
         self.buffer_filter = load_function(path) if path else pop_first
 
     def get_samples(self, num_samples: int) -> list[list[Sample]]:
@@ -270,7 +299,7 @@ class RolloutDataSourceWithBuffer(RolloutDataSource):
         self.buffer = [[Sample.from_dict(s) for s in group] for group in state.get("buffer") or []]
 
     def save(self, rollout_id: int) -> None:
-        root = getattr(self.args, "save", None)
+        root = flag_value(self.args, "save")
         if root is None:
             return
         try:
@@ -281,7 +310,7 @@ class RolloutDataSourceWithBuffer(RolloutDataSource):
             logger.info("saved data source state (with non-JSON samples) to %s", path)
 
     def load(self, rollout_id: int | None = None) -> None:
-        root = getattr(self.args, "load", None)
+        root = flag_value(self.args, "load")
         if root is not None and rollout_id is not None:
             pickled = _state_path(root, rollout_id).with_suffix(".pkl")
             if pickled.is_file() and not _state_path(root, rollout_id).is_file():
@@ -292,6 +321,6 @@ class RolloutDataSourceWithBuffer(RolloutDataSource):
 
 def make_data_source(args: Any) -> DataSource:
     """The data source ``--data-source-path`` names, or :class:`RolloutDataSourceWithBuffer`."""
-    path = getattr(args, "data_source_path", None)
+    path = flag_value(args, "data_source_path")
     cls = load_function(path) if path else RolloutDataSourceWithBuffer
     return cls(args)
