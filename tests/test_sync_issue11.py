@@ -370,3 +370,20 @@ def test_vllm_failing_at_import_is_skipped_with_the_reason(monkeypatch):
         vllm_flags.VllmNotInstalled, match=r"vLLM fails to import: RuntimeError: CUDA driver too old"
     ):
         vllm_flags.build_vllm_server_options()
+
+
+def test_every_failure_class_has_its_exit_code_and_one_line():
+    from sync.commands.errors import INTERNAL, REFUSED, describe
+    from sync.rules import RuleTableError
+
+    cases = [
+        (SyncError("x; fix"), REFUSED, "x; fix"),
+        (RuleTableError("t.toml: bad"), REFUSED, "t.toml: bad"),
+        (PermissionError(13, "Permission denied", "/ro/x"), REFUSED, "permission denied: /ro/x; make it writable"),
+        (FileNotFoundError(2, "No such file", "/no"), REFUSED, "not found: /no; check the path"),
+        (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), REFUSED, "not UTF-8 text"),
+        (KeyError("boom"), INTERNAL, "internal error: KeyError"),
+    ]  # fmt: skip
+    for exc, code, text in cases:
+        got_code, line = describe(exc)
+        assert got_code == code and text in line and "\n" not in line

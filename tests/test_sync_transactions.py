@@ -9,9 +9,11 @@ repositories made in the test; the stand-in translator exercises the merge machi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -132,18 +134,46 @@ def test_failing_post_checkout_hook_leaves_nothing(sc):
     assert_rerun_works(sc)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+@contextlib.contextmanager
+def read_only(path: Path):
+    """A folder nobody may write, root included (root ignores modes: use the immutable flag)."""
+    if os.geteuid() == 0:
+        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+            pytest.skip("chattr +i is not supported here")
+        try:
+            yield
+        finally:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+    else:
+        path.chmod(0o555)
+        try:
+            yield
+        finally:
+            path.chmod(0o755)
+
+
 def test_read_only_parent_is_refused_before_any_write(sc, tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
-    ro.chmod(0o555)
     before = snapshot(sc.downstream)
-    try:
-        with pytest.raises(SyncError, match=r"is not a writable folder; pass --worktree PATH elsewhere"):
-            _window(sc, worktree=ro / "wt")
-    finally:
-        ro.chmod(0o755)
+    with (
+        read_only(ro),
+        pytest.raises(SyncError, match=r"is not a writable folder; pass --worktree PATH elsewhere"),
+    ):
+        _window(sc, worktree=ro / "wt")
     assert snapshot(sc.downstream) == before
+
+
+def test_read_only_downstream_git_is_one_line(sc):
+    before = snapshot(sc.downstream)
+    with (
+        read_only(sc.downstream / ".git"),
+        pytest.raises(SyncError, match=r"cannot write the lock file .*make .* writable") as err,
+    ):
+        _window(sc)
+    assert "\n" not in str(err.value)
+    assert snapshot(sc.downstream) == before
+    assert_rerun_works(sc)
 
 
 def test_worktree_under_a_file_is_refused_before_any_write(sc, tmp_path):
