@@ -411,3 +411,18 @@ def test_cli_stats_lists_findings_and_hits_and_report_is_json(api, tmp_path):
     kinds = sorted(f["kind"] for f in entry["findings"])
     assert entry["dst_path"] == path and "unknown-field" in kinds and "unknown-route" in kinds
     assert saved["totals"]["conformance_findings"] == len(entry["findings"])
+
+
+def test_url_helpers_get_the_body_reshaped_too(api):
+    """``await post(url, body)`` (an [[http_wrapper]] with a URL first) is reshaped like requests."""
+    text = translated(
+        """
+        from slime.utils.http_utils import post
+
+        async def abort(url):
+            await post(f"{url}/abort_request", {"abort_all": True})
+        """,
+        path="slime/backends/sglang_utils/server_control.py",
+    )
+    assert 'await post(f"{url}/abort_requests", {})' in text
+    assert findings(api, text) == []

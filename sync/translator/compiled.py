@@ -130,6 +130,16 @@ class CompiledRules(TextRules, Triggers):
         return frozenset(self.rules.settings.get("string", {}).get("payload_marker_keys", ()))
 
     @cached_property
+    def url_wrappers(self) -> dict[str, int]:
+        """``[[http_wrapper]]`` helpers called with a URL first: name -> index of their body argument."""
+        rows = self.rules.settings.get("string", {}).get("http_wrapper", ())
+        return {
+            str(row["name"]): int(row["body_arg"])
+            for row in rows
+            if row.get("url_arg") == 0 and row.get("body_arg") is not None
+        }
+
+    @cached_property
     def payload_variables(self) -> frozenset[str]:
         return frozenset(self.rules.settings.get("string", {}).get("payload_variables", ()))
 

@@ -81,7 +81,16 @@ class StringRolePass(RecordingTransformer):
             return updated_node
         if self._is_caller(original_node):
             return self._reshape_caller(rule, updated_node)
+        body_arg = self._url_wrapper_body(original_node)
+        if body_arg is not None:
+            return self._reshape_positional_body(rule, updated_node, body_arg)
         return self._reshape_verb_call(rule, updated_node)
+
+    def _url_wrapper_body(self, node: cst.Call) -> int | None:
+        """Index of the body argument when ``node`` calls an ``[[http_wrapper]]`` taking a URL first."""
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        return self.rules.url_wrappers.get(name) if isinstance(name, str) else None
 
     def _is_caller(self, node: cst.Call) -> bool:
         func = node.func
@@ -97,8 +106,10 @@ class StringRolePass(RecordingTransformer):
             value = first.evaluated_value
             rule = self.rules.endpoints.get("/" + value) if isinstance(value, str) else None
         elif (
-            isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in VERBS
+            (
+                (isinstance(node.func, cst.Attribute) and node.func.attr.value in VERBS)
+                or self._url_wrapper_body(node) is not None
+            )
             and isinstance(first, cst.SimpleString | cst.FormattedString)
             and self.rules.endpoint_regex is not None
         ):
@@ -132,6 +143,17 @@ class StringRolePass(RecordingTransformer):
             args = [args[0].with_changes(comma=comma), cst.Arg(reshaped)]
         return call.with_changes(args=args)
 
+    def _reshape_positional_body(self, rule, call: cst.Call, index: int) -> cst.Call:
+        """``await post(url, body)``: the body reshaped in place (never dropped: the helper needs it)."""
+        args = list(call.args)
+        if len(args) <= index or args[index].keyword is not None or args[index].star != "":
+            return call
+        reshaped = new_body(rule, args[index].value)
+        if reshaped is None or reshaped is args[index].value:
+            return call
+        args[index] = args[index].with_changes(value=reshaped)
+        return call.with_changes(args=args)
+
     def _reshape_verb_call(self, rule, call: cst.Call) -> cst.Call:
         func = call.func
         method = str(rule.extra.get("method", "")).lower()
@@ -155,8 +177,10 @@ class StringRolePass(RecordingTransformer):
         else:
             reshaped = new_body(rule, None)
             if reshaped is not None and args:
-                comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                args[-1] = args[-1].with_changes(comma=comma)
+                if args[-1].comma is cst.MaybeSentinel.DEFAULT:  # a trailing comma keeps its newline
+                    args[-1] = args[-1].with_changes(
+                        comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                    )
                 args.append(cst.Arg(reshaped, keyword=cst.Name("json"), equal=cst.AssignEqual(
                     whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))  # fmt: skip
         return call.with_changes(args=args)
