@@ -139,3 +139,13 @@ def apply_rollout_data_postprocess(path: str, args, rollout_id: int, batch: Trai
         raise ValueError(f"{path} changed the number of rewards from {len(batch)} to {len(data['rewards'])}")
     batch.loss_masks = [list(map(int, m)) for m in data["loss_masks"]]
     batch.rewards = [float(r) for r in data["rewards"]]
+
+
+def set_old_log_probs(batch: TrainBatch, recomputed: list[torch.Tensor], use_rollout_logprobs: bool) -> None:
+    """Store this step's log probs and pick the "old" ones the ratio is taken against: the engine's
+    (``--use-rollout-logprobs``, when the batch carries them) or the trainer's own recomputation."""
+    batch.computed["train_log_probs"] = recomputed
+    if use_rollout_logprobs and batch.rollout_log_probs is not None:
+        batch.computed["old_log_probs"] = [torch.tensor(lp) for lp in batch.rollout_log_probs]
+    else:
+        batch.computed["old_log_probs"] = recomputed

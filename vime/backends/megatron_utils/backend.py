@@ -22,7 +22,12 @@ from vime.backends.megatron_utils.hf_config import load_shape
 from vime.backends.megatron_utils.model_builder import ParallelSizes
 from vime.backends.megatron_utils.optimizer import OptimizerSettings
 from vime.backends.torch_utils.train_step import compute_advantages
-from vime.backends.train_data import TrainBatch, apply_rollout_data_postprocess, step_indices
+from vime.backends.train_data import (
+    TrainBatch,
+    apply_rollout_data_postprocess,
+    set_old_log_probs,
+    step_indices,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -147,11 +152,7 @@ class MegatronTrainBackend(TrainBackend):
         steps = step_indices(len(batch), args.global_batch_size, self.dp_size, self.dp_rank)
         local = batch.select([i for step in steps for i in step])
         recomputed = self.compute_logprobs(local)
-        local.computed["train_log_probs"] = recomputed
-        if args.use_rollout_logprobs and local.rollout_log_probs is not None:
-            local.computed["old_log_probs"] = [torch.tensor(lp) for lp in local.rollout_log_probs]
-        else:
-            local.computed["old_log_probs"] = recomputed
+        set_old_log_probs(local, recomputed, args.use_rollout_logprobs)
         if self.ref is not None:
             local.computed["ref_log_probs"] = self._logprobs(self.ref, local)
         if args.rollout_data_postprocess_path:

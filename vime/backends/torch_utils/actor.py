@@ -37,7 +37,12 @@ from vime.backends.torch_utils.train_step import (
     run_optimizer_steps,
 )
 from vime.backends.torch_utils.weights import full_model_state, write_hf_dir
-from vime.backends.train_data import TrainBatch, apply_rollout_data_postprocess, step_indices
+from vime.backends.train_data import (
+    TrainBatch,
+    apply_rollout_data_postprocess,
+    set_old_log_probs,
+    step_indices,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -94,11 +99,7 @@ class TorchTrainBackend(TrainBackend):
 
         self.model.train()
         recomputed = self.compute_logprobs(local)
-        local.computed["train_log_probs"] = recomputed
-        if args.use_rollout_logprobs and local.rollout_log_probs is not None:
-            local.computed["old_log_probs"] = [torch.tensor(lp) for lp in local.rollout_log_probs]
-        else:
-            local.computed["old_log_probs"] = recomputed
+        set_old_log_probs(local, recomputed, args.use_rollout_logprobs)
         if self.ref_model is not None:
             local.computed["ref_log_probs"] = batched_logprobs(
                 self.ref_model, local, args.micro_batch_size, args.rollout_temperature
