@@ -32,12 +32,6 @@ class Body:
         keys = {k: (v.copy() if v is not None else None) for k, v in self.keys.items()}
         return Body(keys, dict(self.lines), self.open)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "keys": {k: (v.to_json() if v is not None else None) for k, v in self.keys.items()},
-            "open": self.open,
-        }
-
 
 @dataclass(frozen=True)
 class Read:
@@ -69,21 +63,6 @@ class CallSkeleton:
     def checkable(self) -> bool:
         """Is the route known well enough to check (not just ``/{}``)?"""
         return self.route is not None and self.route.strip("/{}") != ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "line": self.line,
-            "via": self.via,
-            "method": self.method,
-            "route": self.route,
-            "query": sorted(self.query),
-            "query_open": self.query_open,
-            "body": self.body.to_json() if self.body is not None else None,
-            "reads": [{"path": list(r.path), "line": r.line, "how": r.how} for r in self.reads],
-            "router": self.router,
-            "engine": self.engine,
-        }
 
 
 @dataclass(frozen=True, order=True)
