@@ -167,6 +167,7 @@ class LocalRolloutManager:
 
     def _server_args(self) -> list[str]:
         """The user's ``--vllm-*`` flags plus those ``--weight-sync`` / ``--offload-rollout`` need."""
+        from vime.backends.vllm_utils.arguments import server_has_flag
         from vime.utils.args.weight_sync import engine_flags_for
 
         tokens = vllm_server_cli_args(self.args, on_cpu=self.on_cpu)
@@ -178,6 +179,8 @@ class LocalRolloutManager:
         for group in extra:
             if group[0] not in tokens:  # a flag the user gave wins
                 tokens += group
+        if server_has_flag("--enable-scale-out") and "--no-enable-scale-out" not in tokens:
+            tokens.append("--enable-scale-out")  # decided here once, not in every engine actor
         return tokens
 
     def _gpu_placement(self) -> dict[str, Any]:

@@ -40,15 +40,21 @@ def build_server_command(model_path: str, host: str, port: int, extra_args: list
         host,
         "--port",
         str(port),
-        *_scale_out_flag(),
+        *_scale_out_flag(extra_args),
         "--worker-extension-cls",
         WORKER_EXTENSION,
         *extra_args,
     ]
 
 
-def _scale_out_flag() -> list[str]:
-    """0.32 serves /inference/v1/generate only with --enable-scale-out; 0.26 always, and has no such flag."""
+def _scale_out_flag(extra_args: list[str]) -> list[str]:
+    """0.32 serves /inference/v1/generate only with --enable-scale-out; 0.26 always, and has no such flag.
+
+    Asking vLLM's parser costs an import of vLLM's argument code (seconds on a small CPU), so a caller
+    that already knows (the RolloutManager passes the flag itself) skips it.
+    """
+    if "--enable-scale-out" in extra_args or "--no-enable-scale-out" in extra_args:
+        return []
     from vime.backends.vllm_utils.arguments import server_has_flag
 
     return ["--enable-scale-out"] if server_has_flag("--enable-scale-out") else []
