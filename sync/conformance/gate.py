@@ -11,7 +11,7 @@ from sync.conformance.extract import extract
 from sync.conformance.schema import ApiUnavailable, load_api
 from sync.conformance.stage import wrappers_of
 from sync.gate.files import read_text
-from sync.gate.result import CheckSummary, FilePRs, GateFailure, prs_for
+from sync.gate.result import CheckSummary, FilePRs, GateFailure
 from sync.rules import RuleSet
 
 NAME = "conformance"
@@ -35,12 +35,12 @@ def check_conformance(
         calls += sum(1 for call in found.calls if call.checkable and call.engine)
         for finding in check_calls(found.calls, api) + check_policies(rel, found.policies, api):
             failures.append(
-                GateFailure(
-                    check=NAME,
-                    message=f"{rel}:{finding.line}: {finding.message} ({finding.effect}); make the call "
+                GateFailure.about(
+                    NAME,
+                    f"{rel}:{finding.line}: {finding.message} ({finding.effect}); make the call "
                     f"match vLLM's route, or fix the rule in translations/strings.toml",
-                    files=[rel],
-                    prs=prs_for([rel], file_prs),
+                    [rel],
+                    file_prs,
                     line=finding.line,
                 )
             )

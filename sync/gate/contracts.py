@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from sync.gate.config import ContractRun
-from sync.gate.result import FilePRs, GateFailure, prs_for
+from sync.gate.result import FilePRs, GateFailure
 from sync.packaged import contract_runner, contracts_dir, framework_root
 
 INSTALL_ROOT = framework_root()
@@ -207,10 +207,4 @@ def _files_named(text: str, file_prs: FilePRs) -> list[str]:
 
 
 def _failure(label: str, message: str, files: list[str], file_prs: FilePRs) -> GateFailure:
-    files = sorted(dict.fromkeys(files))
-    return GateFailure(
-        check="contract",
-        message=f"{label}: {message}",
-        files=files,
-        prs=prs_for(files, file_prs),
-    )
+    return GateFailure.about("contract", f"{label}: {message}", files, file_prs)

@@ -18,6 +18,14 @@ class GateFailure:
     prs: list[PR] = field(default_factory=list)  # upstream PRs (or direct-push shas) that touched those files
     line: int | None = None
 
+    @classmethod
+    def about(
+        cls, check: str, message: str, files: list[str], file_prs: FilePRs, line: int | None = None
+    ) -> GateFailure:
+        """A failure about ``files`` (sorted, each once), naming every window PR that touched them."""
+        files = sorted(dict.fromkeys(files))
+        return cls(check=check, message=message, files=files, prs=prs_for(files, file_prs), line=line)
+
     def describe(self) -> str:
         where = ", ".join(f"{f}:{self.line}" if self.line and len(self.files) == 1 else f for f in self.files)
         prs = ", ".join(pr_label(pr) for pr in self.prs) if self.prs else "no PR in the window"

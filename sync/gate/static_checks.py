@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sync.gate.files import read_text
-from sync.gate.result import FilePRs, GateFailure, prs_for
+from sync.gate.result import FilePRs, GateFailure
 
 if TYPE_CHECKING:
     from sync.rules import Rule, RuleSet
@@ -34,11 +34,11 @@ def check_compiles(
             line = getattr(exc, "lineno", None)
             reason = getattr(exc, "msg", None) or str(exc)
             failures.append(
-                GateFailure(
-                    check="compile",
-                    message=f"{rel} does not compile: {reason} (line {line}); fix or delete the file",
-                    files=[rel],
-                    prs=prs_for([rel], file_prs),
+                GateFailure.about(
+                    "compile",
+                    f"{rel} does not compile: {reason} (line {line}); fix or delete the file",
+                    [rel],
+                    file_prs,
                     line=line,
                 )
             )
@@ -85,12 +85,12 @@ def check_sglang_imports(
             if keep_rule_for(rules, module, rel) is not None:
                 continue
             failures.append(
-                GateFailure(
-                    check="sglang-import",
-                    message=f"{rel}:{line} imports {module} and no keep rule covers it; "
+                GateFailure.about(
+                    "sglang-import",
+                    f"{rel}:{line} imports {module} and no keep rule covers it; "
                     f"translate it to vLLM or add a keep rule to translations/modules.toml",
-                    files=[rel],
-                    prs=prs_for([rel], file_prs),
+                    [rel],
+                    file_prs,
                     line=line,
                 )
             )
@@ -118,12 +118,12 @@ def check_conflict_markers(worktree: Path, files: Iterable[str], file_prs: FileP
         marked = conflict_marker_lines(text)
         if marked:
             failures.append(
-                GateFailure(
-                    check="conflict-marker",
-                    message=f"{rel} still has {len(marked)} conflict-marker line(s) from line {marked[0]}; "
+                GateFailure.about(
+                    "conflict-marker",
+                    f"{rel} still has {len(marked)} conflict-marker line(s) from line {marked[0]}; "
                     f"resolve them (vime-sync resolve) before merging",
-                    files=[rel],
-                    prs=prs_for([rel], file_prs),
+                    [rel],
+                    file_prs,
                     line=marked[0],
                 )
             )

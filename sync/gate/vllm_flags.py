@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from sync.gate.files import read_text
-from sync.gate.result import FilePRs, GateFailure, prs_for
+from sync.gate.result import FilePRs, GateFailure
 
 _FLAG = re.compile(r"(?<![\w-])--vllm-([a-z0-9][a-z0-9-]*)")
 _COMMENT = re.compile(r"(^|\s)#.*$")
@@ -137,12 +137,12 @@ def check_vllm_flags(
             if flag in own_flags or f"--{name}" in server_options:
                 continue
             failures.append(
-                GateFailure(
-                    check="vllm-flag",
-                    message=f"{rel}:{line} passes {flag}, but the installed vLLM has no --{name} "
+                GateFailure.about(
+                    "vllm-flag",
+                    f"{rel}:{line} passes {flag}, but the installed vLLM has no --{name} "
                     f"and vime defines no {flag}; map it in translations/ or drop it",
-                    files=[rel],
-                    prs=prs_for([rel], file_prs),
+                    [rel],
+                    file_prs,
                     line=line,
                 )
             )
