@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -173,7 +174,7 @@ def main() -> None:
                 done = subprocess.run(
                     [PY, str(REPO / "train.py"), "--preset", "tiny-cpu", "--num-rollout", "2", "--rollout-batch-size", "2",
                      "--n-samples-per-prompt", "2", "--rollout-max-response-len", "24",
-                     "--router-prometheus-port", str(free_port()), "--vllm-base-port", str(free_port()),
+                     "--router-prometheus-port", str(free_port()), "--vllm-base-port", str(random.randrange(20000, 40000)),
                      "--save-debug-rollout-data", template, *flags, *extra],
                     cwd=cwd, env=env, capture_output=True, text=True, timeout=480,
                 )  # fmt: skip

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -260,7 +261,7 @@ def test_translated_plugins_pass_contracts_and_train(translated, vllm_router, ti
              "--custom-generate-function-path", "generate_with_search.generate",
              "--custom-rm-path", "generate_with_search.reward_func",
              "--vllm-kv-cache-memory-bytes", "256M", "--vllm-max-model-len", "1024",
-             "--router-prometheus-port", str(_free_port()), "--vllm-base-port", str(_free_port()),
+             "--router-prometheus-port", str(_free_port()), "--vllm-base-port", str(random.randrange(20000, 40000)),  # engines allocate upward from it
              "--save-debug-rollout-data", rollouts],
             translated, env, 480,
         )  # fmt: skip
