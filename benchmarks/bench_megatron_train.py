@@ -23,26 +23,9 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vime.backends.megatron_utils.hf_config import ModelShape  # noqa: E402
+from vime.backends.megatron_utils.hf_config import QWEN2_0_5B, ModelShape  # noqa: E402
 
 PEAK_BF16 = 989e12
-
-QWEN2_0_5B = ModelShape(
-    family="qwen2",
-    num_layers=24,
-    hidden_size=896,
-    ffn_hidden_size=4864,
-    num_attention_heads=14,
-    num_query_groups=2,
-    head_dim=64,
-    vocab_size=151936,
-    max_position_embeddings=32768,
-    rms_norm_eps=1e-6,
-    rope_theta=1e6,
-    qkv_bias=True,
-    qk_layernorm=False,
-    tie_word_embeddings=True,
-)
 
 
 def flops_per_token(s: ModelShape, seq: int) -> float:

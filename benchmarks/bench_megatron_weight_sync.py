@@ -28,25 +28,9 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vime.backends.megatron_utils.hf_config import ModelShape  # noqa: E402
+from vime.backends.megatron_utils.hf_config import QWEN2_1_5B, ModelShape, hf_config_dict  # noqa: E402
 
 MiB = 1 << 20
-QWEN2_1_5B = ModelShape(
-    family="qwen2",
-    num_layers=28,
-    hidden_size=1536,
-    ffn_hidden_size=8960,
-    num_attention_heads=12,
-    num_query_groups=2,
-    head_dim=128,
-    vocab_size=151936,
-    max_position_embeddings=32768,
-    rms_norm_eps=1e-6,
-    rope_theta=1e6,
-    qkv_bias=True,
-    qk_layernorm=False,
-    tie_word_embeddings=True,
-)
 
 
 def timed(fn, reps: int, warmup: int = 2) -> list[float]:
@@ -66,18 +50,8 @@ def timed(fn, reps: int, warmup: int = 2) -> list[float]:
 def hf_receiver_model(shape: ModelShape):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    cfg = Qwen2Config(
-        vocab_size=shape.vocab_size,
-        hidden_size=shape.hidden_size,
-        intermediate_size=shape.ffn_hidden_size,
-        num_hidden_layers=shape.num_layers,
-        num_attention_heads=shape.num_attention_heads,
-        num_key_value_heads=shape.num_query_groups,
-        head_dim=shape.head_dim,
-        rope_theta=shape.rope_theta,
-        tie_word_embeddings=True,
-        max_position_embeddings=4096,
-    )
+    fields = {k: v for k, v in hf_config_dict(shape).items() if k != "model_type"}
+    cfg = Qwen2Config(**{**fields, "max_position_embeddings": 4096})
     with torch.device("cuda"):
         return Qwen2ForCausalLM(cfg).to(torch.bfloat16).eval()
 

@@ -90,6 +90,64 @@ def shape_from_hf_config(cfg: Any) -> ModelShape:
     )
 
 
+def hf_config_dict(shape: ModelShape) -> dict[str, Any]:
+    """The Hugging Face ``config.json`` fields of ``shape`` (the inverse of :func:`shape_from_hf_config`)."""
+    config: dict[str, Any] = {
+        "model_type": shape.family,
+        "num_hidden_layers": shape.num_layers,
+        "hidden_size": shape.hidden_size,
+        "intermediate_size": shape.ffn_hidden_size,
+        "num_attention_heads": shape.num_attention_heads,
+        "num_key_value_heads": shape.num_query_groups,
+        "head_dim": shape.head_dim,
+        "vocab_size": shape.vocab_size,
+        "max_position_embeddings": shape.max_position_embeddings,
+        "rms_norm_eps": shape.rms_norm_eps,
+        "rope_theta": shape.rope_theta,
+        "tie_word_embeddings": shape.tie_word_embeddings,
+    }
+    if shape.family == "llama":
+        config["attention_bias"] = shape.qkv_bias
+    if shape.rope_scaling_factor is not None:
+        config["rope_scaling"] = {"rope_type": "llama3", "factor": shape.rope_scaling_factor}
+    return config
+
+
+# Published shapes the benchmarks measure (random weights of these sizes; no download).
+QWEN2_0_5B = ModelShape(
+    family="qwen2",
+    num_layers=24,
+    hidden_size=896,
+    ffn_hidden_size=4864,
+    num_attention_heads=14,
+    num_query_groups=2,
+    head_dim=64,
+    vocab_size=151936,
+    max_position_embeddings=32768,
+    rms_norm_eps=1e-6,
+    rope_theta=1e6,
+    qkv_bias=True,
+    qk_layernorm=False,
+    tie_word_embeddings=True,
+)
+QWEN2_1_5B = ModelShape(
+    family="qwen2",
+    num_layers=28,
+    hidden_size=1536,
+    ffn_hidden_size=8960,
+    num_attention_heads=12,
+    num_query_groups=2,
+    head_dim=128,
+    vocab_size=151936,
+    max_position_embeddings=32768,
+    rms_norm_eps=1e-6,
+    rope_theta=1e6,
+    qkv_bias=True,
+    qk_layernorm=False,
+    tie_word_embeddings=True,
+)
+
+
 def load_shape(hf_dir: str | Path) -> ModelShape:
     """Read ``config.json`` of an HF checkpoint directory."""
     from transformers import AutoConfig
