@@ -19,10 +19,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sync.gate.config import load_gate_config
 from sync.gate.result import GateFailure, GateResult, pr_label, prs_for
+
+if TYPE_CHECKING:
+    from sync.rules import RuleSet
 
 PER_PR_SUBJECT = re.compile(r"^sync\(slime #\d+\.\.#\d+\) \d+/\d+: (#(\d+)|([0-9a-f]{8})) ")
 _LINE = re.compile(r"\b(line|lines) \d+(\s*[-–]\s*\d+)?")
@@ -123,7 +126,7 @@ def checkout(repo: Path, rev: str) -> Iterator[Path]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def static_probe(repo: Path, rules: Any = None) -> Probe:
+def static_probe(repo: Path, rules: RuleSet | None = None) -> Probe:
     """Run the static checks on the tree of a revision; failures by key."""
     from sync.gate.static import run_static_checks
 
@@ -231,7 +234,7 @@ def keep_regressions(
     worktree: Path,
     file_prs: dict[str, list[int | str]],
     result: GateResult,
-    rules: Any = None,
+    rules: RuleSet | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> RegressionResult | None:
     """``[static] mode = "regressions"``: keep only the static failures the window introduced (each

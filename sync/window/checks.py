@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sync.window.changes import UpstreamChange
 from sync.window.errors import SyncError
 from sync.window.gitio import dirty_paths, git_text, is_git_repo, rev_parse
 from sync.window.history import Window
 from sync.window.state import STATE_PATH
+
+if TYPE_CHECKING:
+    from sync.rules import RuleSet
 
 RULES_DIR = "translations"
 
@@ -81,7 +84,7 @@ def worktrees(repo: Path) -> list[Path]:
     ]
 
 
-def _needed_paths(changes: list[UpstreamChange], rules: Any, report_dir: str) -> set[str]:
+def _needed_paths(changes: list[UpstreamChange], rules: RuleSet, report_dir: str) -> set[str]:
     paths = {STATE_PATH, report_dir}
     for c in changes:
         for p in (c.old_path, c.new_path):
@@ -95,7 +98,7 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def check_clean(downstream: Path, changes: list[UpstreamChange], rules: Any, report_dir: str) -> None:
+def check_clean(downstream: Path, changes: list[UpstreamChange], rules: RuleSet, report_dir: str) -> None:
     """No uncommitted edits in files the window merges, nor in the rule tables it translates with."""
     dirty = dirty_paths(downstream)
     rule_edits = sorted(p for p in dirty if _under(p, RULES_DIR))

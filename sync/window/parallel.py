@@ -15,7 +15,7 @@ import signal
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -23,11 +23,14 @@ from sync.window.errors import SyncError
 from sync.window.progress import stage_progress
 from sync.window.translation import Translated, TranslateFn, TranslationCache
 
+if TYPE_CHECKING:
+    from sync.rules import RuleSet
+
 MIN_PARALLEL = 64  # below this, starting processes costs more than it saves
 _WORKER: dict[str, Any] = {}
 
 
-def _init(translate_fn: TranslateFn, rules: Any) -> None:
+def _init(translate_fn: TranslateFn, rules: RuleSet) -> None:
     # The parent handles Ctrl-C and ends the workers; a worker ends on SIGTERM, and when the parent dies.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -56,7 +59,7 @@ def pretranslate(
     jobs: Iterable[tuple[str, str]],
     read_blob: Callable[[str], bytes],
     translate_fn: TranslateFn,
-    rules: Any,
+    rules: RuleSet,
     cache: TranslationCache,
     console: Console,
     workers: int | None = None,

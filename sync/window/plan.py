@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sync.layout import LAYOUT_FILE, Layout, Placement, parse_layout
 from sync.window.changes import UpstreamChange
@@ -17,6 +17,9 @@ from sync.window.filemerge import (
     merge_downstream_deleted,
 )
 from sync.window.translation import Translated
+
+if TYPE_CHECKING:
+    from sync.rules import RuleSet
 
 SPECIAL_MODES = {"120000": "symlink", "160000": "submodule"}
 
@@ -44,7 +47,7 @@ class Downstream:
         return parse_layout(data.decode("utf-8", "replace")) if data is not None else Layout()
 
 
-def _mapped(rules: Any, path: str | None, place: Placement | None) -> str | None:
+def _mapped(rules: RuleSet, path: str | None, place: Placement | None) -> str | None:
     if path is None or place is None or place.action == "ignore":
         return None
     return place.to or rules.map_path(path)
@@ -67,7 +70,7 @@ def merge_labels(cutoff: str, tip: str) -> tuple[str, str, str]:
 
 def plan_change(
     change: UpstreamChange,
-    rules: Any,
+    rules: RuleSet,
     translate: Callable[[str, str], Translated],
     down: Downstream,
     labels: tuple[str, str, str],
@@ -138,7 +141,7 @@ def plan_change(
     return out
 
 
-def translation_jobs(changes: list[UpstreamChange], rules: Any) -> list[tuple[str, str]]:
+def translation_jobs(changes: list[UpstreamChange], rules: RuleSet) -> list[tuple[str, str]]:
     """Every (upstream path, blob id) that ``plan_change`` will translate, for the parallel pre-pass."""
     jobs: list[tuple[str, str]] = []
     for c in changes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sync.decisions import load_recorded
 from sync.ledger import load_ledger
@@ -18,6 +18,9 @@ from sync.window.filemerge import FileOutcome
 from sync.window.history import Window
 from sync.window.state import STATE_PATH, SyncState
 from sync.window.whitespace import matcher
+
+if TYPE_CHECKING:
+    from sync.rules import RuleSet
 
 
 @dataclass
@@ -37,7 +40,7 @@ class WindowResult:
     seconds: float = 0.0
 
 
-def state_for(window: Window, rules: Any) -> SyncState:
+def state_for(window: Window, rules: RuleSet) -> SyncState:
     return SyncState(window.tip, window.to_pr, rules.hash, window.from_pr)
 
 
@@ -48,7 +51,7 @@ def reports_for(
     downstream: Path,
     head: str,
     state: SyncState,
-    rules: Any = None,
+    rules: RuleSet | None = None,
     provenance: Any = None,
     downstream_commits: dict[str, str] | None = None,
 ) -> tuple[list[Question], dict[str, bytes]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -60,10 +60,13 @@ from sync.window.worktree import (
     write_outcomes,
 )  # fmt: skip
 
+if TYPE_CHECKING:
+    from sync.rules import RuleSet
+
 
 def load_translator(
-    downstream: Path, rules: Any, translate_fn: TranslateFn | None
-) -> tuple[Any, TranslateFn]:
+    downstream: Path, rules: RuleSet | None, translate_fn: TranslateFn | None
+) -> tuple[RuleSet, TranslateFn]:
     """The real rules and translator unless injected (tests inject a trivial one for merge machinery)."""
     if rules is None:
         from sync.rules import load_rules
@@ -91,7 +94,7 @@ class WindowRun:
     branch: str
     worktree: Path
     reports_rel: str
-    rules: Any
+    rules: RuleSet
     translate_fn: TranslateFn
     changes: list[UpstreamChange]
     state: SyncState | None
@@ -186,7 +189,7 @@ def prepare(
     from_pr: int | None,
     cutoff: str | None,
     console: Console,
-    rules: Any,
+    rules: RuleSet | None,
     translate_fn: TranslateFn | None,
     worktree: Path | None,
     upstream_ref: str,
@@ -262,7 +265,7 @@ def run_window(
     per_pr: bool = False,
     console: Console | None = None,
     *,
-    rules: Any = None,
+    rules: RuleSet | None = None,
     translate_fn: TranslateFn | None = None,
     worktree: Path | None = None,
     upstream_ref: str = "HEAD",

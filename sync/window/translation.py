@@ -15,7 +15,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sync.rules import RuleSet
 
 TranslateFn = Callable[[str, bytes, Any], Any]
 
@@ -165,7 +168,7 @@ def translate_one(
     oid: str,
     read_blob: Callable[[str], bytes],
     translate_fn: TranslateFn,
-    rules: Any,
+    rules: RuleSet,
     cache: TranslationCache,
 ) -> Translated:
     """Translation of upstream blob ``oid`` at ``path``, from the cache when present."""

@@ -10,14 +10,17 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sync.rules import RuleSet
 
 INDENT_SIGNIFICANT = (
     "*.py", "*.pyi", "*.pyx", "*.yaml", "*.yml", "Makefile", "makefile", "GNUmakefile", "*.mk",
 )  # fmt: skip
 
 
-def rules_globs(rules: Any) -> tuple[str, ...]:
+def rules_globs(rules: RuleSet | None) -> tuple[str, ...]:
     """Extra patterns from the rule tables (the ``indent_significant`` setting of the text table)."""
     settings = rules.settings if hasattr(rules, "settings") else {}
     value = settings.get("text", {}).get("indent_significant", ())
@@ -31,7 +34,7 @@ def indent_matters(path: str, extra: Iterable[str] = ()) -> bool:
     )
 
 
-def matcher(rules: Any) -> Callable[[str], bool]:
+def matcher(rules: RuleSet | None) -> Callable[[str], bool]:
     globs = rules_globs(rules)
     return lambda path: indent_matters(path, globs)
 
