@@ -1,4 +1,4 @@
-"""Conformance of the translated core coupling files of real slime to vLLM's API (issue 10). Not part
+"""Conformance of the translated core coupling files of real slime to vLLM's API. Not part
 of the test suite.
 
     flock /tmp/vime-heavy.lock .venv/bin/python benchmarks/bench_conformance.py \\

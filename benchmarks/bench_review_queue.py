@@ -1,4 +1,4 @@
-"""Measure the review queue on real slime history, chained as a team uses it (issue 13), in scratch.
+"""Measure the review queue on real slime history, chained as a team uses it, in scratch.
 
 1. downstream = translate(slime@#2013) + the 15 downstream edits of bench_window.py;
 2. window #2014..#2125: run, answer (Decide -> ours, the rest by default), resolve, merge into main;

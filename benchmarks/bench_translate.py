@@ -1,4 +1,4 @@
-"""Translator acceptance measurements on a real slime revision (issue 2). Not part of the test suite.
+"""Translator acceptance measurements on a real slime revision. Not part of the test suite.
 
     .venv/bin/python benchmarks/bench_translate.py /work/.mirror/THUDM+slime/repo 44d29ee59 \\
         [--runs 3] [--scratch /tmp/scratch/bench_translate]

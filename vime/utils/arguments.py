@@ -19,7 +19,7 @@ __all__ = ["ArgumentValidationError", "build_parser", "parse_args", "validate_ar
 
 
 def _add_engine_layer(parser: argparse.ArgumentParser) -> None:
-    """``--vllm-*`` and ``--router-*``: generated from vLLM's and the router's own options (issue 5).
+    """``--vllm-*`` and ``--router-*``: generated from vLLM's and the router's own options.
 
     Added after vime's own groups: the engine layer skips any flag vime already defines.
     """
