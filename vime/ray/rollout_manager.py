@@ -420,15 +420,35 @@ class LocalRolloutManager:
         ray.get(actor.kill_server.remote())
         return pid
 
-    def dispose(self) -> None:
-        """Stop the health monitor, every engine vime started and the router; safe to call twice."""
+    def dispose(self, fast: bool = False) -> None:
+        """Stop the health monitor, every engine vime started and the router; safe to call twice.
+
+        ``fast`` (Ctrl-C): SIGKILL the engine servers first instead of waiting out their graceful
+        shutdown; an engine holds nothing that must be saved.
+        """
         if self.monitor is not None:
             self.monitor.stop()
             self.monitor = None
+        if fast:
+            self._kill_servers()
         if self.engines is not None:
             self.engines.stop()
         if self.router_process is not None:
             self.router_process.stop()
+
+    def _kill_servers(self, wait_s: float = 3.0) -> None:
+        """SIGKILL every server vime started, then give their guards a moment to notice and exit
+        (a guard told to stop while its server is still being reaped waits out its grace period)."""
+        if self.router_process is not None:
+            self.router_process.process.kill_server()
+        if self.engines is None or not self.engines.actors:
+            return
+        self.engines.call_each("kill_server", timeout_s=5)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and any(
+            a is True for a in self.engines.call_each("alive", timeout_s=2)
+        ):
+            time.sleep(0.2)
 
     shutdown = dispose
 

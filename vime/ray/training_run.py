@@ -195,7 +195,7 @@ class TrainingRun:
         self.metrics.finish()
         if self.rollout is not None:
             try:
-                ray.get(self.rollout.dispose.remote(), timeout=10 if interrupted else 120)
+                ray.get(self.rollout.dispose.remote(fast=interrupted), timeout=6 if interrupted else 120)
             except Exception as exc:  # a dead or stuck manager: killing it takes its engines down
                 logger.warning("stopping the rollout side: %s", exc)
             finally:
