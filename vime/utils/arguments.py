@@ -9,6 +9,7 @@ error. Derived values never overwrite an explicit choice: ``--rollout-num-gpus 0
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -34,13 +35,58 @@ def _add_engine_layer(parser: argparse.ArgumentParser) -> None:
     add_vllm_engine_arguments(parser)
 
 
-def build_parser(add_custom_arguments: Callable[[argparse.ArgumentParser], None] | None = None):
-    """The full parser; ``add_custom_arguments`` lets a launcher add its own flags (as in slime)."""
-    parser = argparse.ArgumentParser(
+USAGE = (
+    "%(prog)s [--preset tiny-cpu] [options]   (--help: vime's flags; --help-all: also --vllm-*/--router-*)"
+)
+
+
+class VimeArgumentParser(argparse.ArgumentParser):
+    """A bad flag is one line (with the closest flag names), not the 2,000-flag usage."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        hint = ""
+        if message.startswith("unrecognized arguments:"):
+            known = [o for action in self._actions for o in action.option_strings]
+            guesses = []
+            for word in message.split(":", 1)[1].split():
+                if word.startswith("--"):
+                    guesses += difflib.get_close_matches(word.split("=")[0], known, n=2, cutoff=0.75)
+            if guesses:
+                hint = f" (did you mean {' or '.join(dict.fromkeys(guesses))}?)"
+        self.exit(2, f"{self.prog}: error: {message}{hint}; see {self.prog} --help\n")
+
+
+class _HelpAll(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.print_help()
+        parser.exit()
+
+
+def build_parser(
+    add_custom_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    engine_layer: bool = True,
+):
+    """The full parser; ``add_custom_arguments`` lets a launcher add its own flags (as in slime).
+
+    ``engine_layer=False`` leaves out the generated ``--vllm-*`` / ``--router-*`` pass-through
+    flags: that parser is what ``--help`` prints (vime's own flags, each with its text).
+    """
+    parser = VimeArgumentParser(
         prog="train.py",
+        usage=USAGE,
         description="vime: RL post-training with vLLM rollouts.",
+        epilog="Pass-through flags: --vllm-X goes to `vllm serve --X`, --router-X to vllm-router; "
+        "list them with --help-all.",
         allow_abbrev=False,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--help-all",
+        action=_HelpAll,
+        help="Show every flag, the --vllm-* / --router-* pass-through ones too.",
     )
     parser.add_argument(
         "--preset", type=str, default=None, help="Start from a named set of defaults: tiny-cpu."
@@ -48,7 +94,8 @@ def build_parser(add_custom_arguments: Callable[[argparse.ArgumentParser], None]
     add_train_backend_arguments(parser)
     for add_group in VIME_GROUPS:
         add_group(parser)
-    _add_engine_layer(parser)
+    if engine_layer:
+        _add_engine_layer(parser)
     if add_custom_arguments is not None:
         add_custom_arguments(parser)
     return parser
@@ -81,6 +128,9 @@ def parse_args(
 ) -> argparse.Namespace:
     """Parse and validate; a bad value exits with status 2 and one line naming the flag and the fix."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if ("-h" in argv or "--help" in argv) and "--help-all" not in argv:
+        build_parser(add_custom_arguments, engine_layer=False).print_help()  # fast: no vLLM import
+        raise SystemExit(0)
     _refuse_unavailable_backend(argv)
     parser = build_parser(add_custom_arguments)
     preset = _preset_name(argv)
