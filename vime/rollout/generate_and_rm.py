@@ -11,6 +11,7 @@ from typing import Any
 from vime.rollout.generate import generate
 from vime.rollout.generate_state import GenerateState
 from vime.rollout.rm_hub import async_rm, batched_async_rm
+from vime.utils.args.defaults import flag_value
 from vime.utils.misc import load_function
 from vime.utils.types import Sample
 
@@ -26,7 +27,7 @@ async def generate_and_rm(
     args: Namespace, sample: Sample, sampling_params: dict[str, Any], evaluation: bool = False
 ) -> Sample | list[Sample]:
     """Generate one sample (unless it is already finished) and score it unless rewards are per group."""
-    masks_offpolicy = getattr(args, "partial_rollout", False) and getattr(
+    masks_offpolicy = flag_value(args, "partial_rollout") and getattr(
         args, "mask_offpolicy_in_partial_rollout", False
     )
     if masks_offpolicy and sample.response_length > 0:  # tokens of an older policy: kept, not trained on
@@ -45,7 +46,7 @@ async def generate_and_rm(
         else:
             sample = await hook(args, sample, sampling_params)
 
-    if getattr(args, "group_rm", False):
+    if flag_value(args, "group_rm"):
         return sample
     samples = sample if isinstance(sample, list) else [sample]
     if any(s.status == Sample.Status.ABORTED for s in samples):
@@ -72,7 +73,7 @@ async def generate_and_rm_group(
     group = list(
         await asyncio.gather(*(generate_and_rm(args, s, dict(sampling_params), evaluation) for s in group))
     )
-    if getattr(args, "group_rm", False) and not state.aborted:
+    if flag_value(args, "group_rm") and not state.aborted:
         flat = [s for item in group for s in (item if isinstance(item, list) else [item])]
         for s, reward in zip(flat, await batched_async_rm(args, flat), strict=True):
             s.reward = reward

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from vime.utils.args.defaults import flag_value
 from vime.utils.types import Sample
 
 # estimators whose advantage is "reward minus the group mean"; the first three also divide by std
@@ -25,10 +26,10 @@ STD_EPSILON = 1e-6
 def post_process_rewards(args: Any, samples: Sequence[Sample]) -> tuple[list[float], list[float]]:
     """Raw scalar rewards, and the same rewards centred (and scaled) within each prompt's group."""
     raw = [float(sample.get_reward_value(args)) for sample in samples]
-    estimator = getattr(args, "advantage_estimator", None)
-    if estimator not in GROUP_BASELINE_ESTIMATORS or not getattr(args, "rewards_normalization", True):
+    estimator = flag_value(args, "advantage_estimator")
+    if estimator not in GROUP_BASELINE_ESTIMATORS or not flag_value(args, "rewards_normalization"):
         return raw, list(raw)
-    divide_by_std = estimator in STD_NORMALIZED_ESTIMATORS and getattr(args, "grpo_std_normalization", True)
+    divide_by_std = estimator in STD_NORMALIZED_ESTIMATORS and flag_value(args, "grpo_std_normalization")
     normalized: list[float] = []
     for start, end in group_spans(args, samples):
         normalized.extend(normalize_group(raw[start:end], divide_by_std=divide_by_std))
@@ -52,7 +53,7 @@ def group_spans(args: Any, samples: Sequence[Sample]) -> list[tuple[int, int]]:
                 spans.append((start, i))
                 start = i
         return spans
-    size = getattr(args, "n_samples_per_prompt", None)
+    size = getattr(args, "n_samples_per_prompt", None)  # None: not known (groups from group_index)
     if size and n % size == 0:
         return [(i, i + size) for i in range(0, n, size)]
     return [(0, n)]

@@ -19,6 +19,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from vime.utils.args.defaults import flag_value
 from vime.utils.misc import load_function
 from vime.utils.types import Sample
 
@@ -71,7 +72,7 @@ def compute_metrics_from_samples(args: Any, samples: Sequence[Sample]) -> dict[s
 
 def _zero_std_metrics(args: Any, samples: Sequence[Sample]) -> dict[str, float]:
     """How many prompt groups got the same reward on every sample (no learning signal for GRPO)."""
-    if getattr(args, "advantage_estimator", None) == "ppo":
+    if flag_value(args, "advantage_estimator") == "ppo":
         return {}
     groups: dict[Any, list[Any]] = {}
     for sample in samples:
@@ -92,13 +93,13 @@ def log_rollout_data(
     rollout_time: float,
 ) -> bool:
     """Send ``rollout/*`` and ``perf/*`` metrics to the sink; a custom hook may take over first."""
-    custom = getattr(args, "custom_rollout_log_function_path", None)
+    custom = flag_value(args, "custom_rollout_log_function_path")
     hook = load_function(custom) if custom else None
     if hook not in (None, log_rollout_data) and hook(
         rollout_id, args, samples, rollout_extra_metrics, rollout_time
     ):
         return True
-    if getattr(args, "load_debug_rollout_data", None):
+    if flag_value(args, "load_debug_rollout_data"):
         return True
     metrics: dict[str, float] = dict(rollout_extra_metrics or {})
     metrics |= {f"rollout/{k}": v for k, v in compute_metrics_from_samples(args, samples).items()}
@@ -114,7 +115,7 @@ def log_eval_rollout_data(
     rollout_id: int, args: Any, data: dict[str, dict[str, Any]], extra_metrics: dict[str, Any] | None
 ) -> bool:
     """Send ``eval/<dataset>`` mean reward, truncation ratio and sample metrics to the sink."""
-    custom = getattr(args, "custom_eval_rollout_log_function_path", None)
+    custom = flag_value(args, "custom_eval_rollout_log_function_path")
     hook = load_function(custom) if custom else None
     if hook not in (None, log_eval_rollout_data) and hook(rollout_id, args, data, extra_metrics):
         return True
@@ -139,7 +140,7 @@ def log_eval_rollout_data(
 
 def _eval_view(args: Any) -> Any:
     """Eval samples are scored with ``--eval-reward-key`` when set, else ``--reward-key``."""
-    eval_key = getattr(args, "eval_reward_key", None)
+    eval_key = flag_value(args, "eval_reward_key")
     if eval_key is None:
         return args
 

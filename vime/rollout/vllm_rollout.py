@@ -30,6 +30,7 @@ from vime.rollout.generate_and_rm import generate_and_rm, generate_and_rm_group
 from vime.rollout.generate_state import GenerateState
 from vime.rollout.partial import abort_in_flight
 from vime.rollout.sampling_params import build_sampling_params
+from vime.utils.args.defaults import flag_value
 from vime.utils.http_utils import run
 from vime.utils.misc import load_function
 from vime.utils.types import RolloutFnEvalOutput, RolloutFnTrainOutput, Sample
@@ -56,10 +57,10 @@ async def generate_rollout_async(
     state = GenerateState(args)
     state.reset()
     target = int(args.rollout_batch_size)
-    over_sampling = int(getattr(args, "over_sampling_batch_size", None) or target)
+    over_sampling = int(flag_value(args, "over_sampling_batch_size") or target)
     dynamic_filter = (
         load_function(args.dynamic_sampling_filter_path)
-        if getattr(args, "dynamic_sampling_filter_path", None)
+        if flag_value(args, "dynamic_sampling_filter_path")
         else None
     )
     sampling_params = build_sampling_params(args)
@@ -93,15 +94,15 @@ async def generate_rollout_async(
             else:
                 surplus.append(group)
     partial = await abort_in_flight(args, state, rollout_id)
-    if getattr(args, "partial_rollout", False):
+    if flag_value(args, "partial_rollout"):
         # Groups that finished after the batch was full go back to the data source with the cut-short
         # ones: with --partial-rollout no generated sample is thrown away.
         partial = surplus + partial
     kept.sort(key=lambda group: _first(group).index)
     seen.sort(key=lambda group: _first(group).index)
-    if getattr(args, "rollout_sample_filter_path", None):
+    if flag_value(args, "rollout_sample_filter_path"):
         load_function(args.rollout_sample_filter_path)(args, kept)
-    if getattr(args, "rollout_all_samples_process_path", None):
+    if flag_value(args, "rollout_all_samples_process_path"):
         load_function(args.rollout_all_samples_process_path)(args, seen, get_samples)
     metrics = gatherer.collect() | {
         "rollout/groups_generated": len(seen),

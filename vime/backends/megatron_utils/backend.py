@@ -28,6 +28,7 @@ from vime.backends.train_data import (
     set_old_log_probs,
     step_indices,
 )
+from vime.utils.args.defaults import flag_value
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +41,9 @@ def _frozen(_model) -> None:
 def parallel_sizes(args) -> ParallelSizes:
     """Megatron's flag names (as slime forwards them); 1 when the flag is absent."""
     return ParallelSizes(
-        tp=getattr(args, "tensor_model_parallel_size", 1) or 1,
-        pp=getattr(args, "pipeline_model_parallel_size", 1) or 1,
-        cp=getattr(args, "context_parallel_size", 1) or 1,
+        tp=flag_value(args, "tensor_model_parallel_size") or 1,
+        pp=flag_value(args, "pipeline_model_parallel_size") or 1,
+        cp=flag_value(args, "context_parallel_size") or 1,
     )
 
 
@@ -185,7 +186,7 @@ class MegatronTrainBackend(TrainBackend):
     def export_weights(self, dest: Path) -> Path | None:
         from vime.backends.megatron_utils.weight_export import export_model_to_hf_dir
 
-        exporter = self.actor.weight_exporter(getattr(self.args, "update_weight_buffer_size", None))
+        exporter = self.actor.weight_exporter(flag_value(self.args, "update_weight_buffer_size"))
         out = export_model_to_hf_dir(exporter, dest, self.args.hf_checkpoint, progress=False)
         return out if dist.get_rank() == 0 else None
 

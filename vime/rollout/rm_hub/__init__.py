@@ -19,6 +19,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from vime.utils.args.defaults import flag_value
 from vime.utils.misc import load_function, maybe_await
 
 from .checks import RewardInputError, check_batch, check_reward, reference_answer
@@ -64,7 +65,7 @@ _REMOTE = {"remote_rm", "remote"}
 
 def _rm_type(args: Any, sample: Any) -> str:
     metadata = sample.metadata if isinstance(getattr(sample, "metadata", None), dict) else {}
-    return str(metadata.get("rm_type") or getattr(args, "rm_type", None) or "").strip()
+    return str(metadata.get("rm_type") or flag_value(args, "rm_type") or "").strip()
 
 
 def rule_based_reward(rm_type: str, sample: Any) -> Any:
@@ -86,7 +87,7 @@ def rule_based_reward(rm_type: str, sample: Any) -> Any:
 
 async def async_rm(args: Any, sample: Any, **kwargs: Any) -> Any:
     """The reward of one sample (a number, or a dict read through ``--reward-key``)."""
-    custom_path = getattr(sample, "custom_rm_path", None) or getattr(args, "custom_rm_path", None)
+    custom_path = getattr(sample, "custom_rm_path", None) or flag_value(args, "custom_rm_path")
     if custom_path:
         reward = await maybe_await(load_function(custom_path)(args, sample, **kwargs))
         return check_reward(reward, sample, args, f"custom RM {custom_path}")
@@ -110,8 +111,8 @@ async def batched_async_rm(args: Any, samples: list[Any], **kwargs: Any) -> list
     """
     if not samples:
         return []
-    custom_path = getattr(args, "custom_rm_path", None)
-    if custom_path and getattr(args, "group_rm", False):
+    custom_path = flag_value(args, "custom_rm_path")
+    if custom_path and flag_value(args, "group_rm"):
         rewards = await maybe_await(load_function(custom_path)(args, samples, **kwargs))
         return check_batch(rewards, samples, args, f"custom group RM {custom_path}")
     return list(await asyncio.gather(*(async_rm(args, sample, **kwargs) for sample in samples)))

@@ -17,6 +17,8 @@ from typing import Any
 
 import aiohttp
 
+from vime.utils.args.defaults import flag_value
+
 from .checks import RewardInputError
 
 logger = logging.getLogger(__name__)
@@ -72,14 +74,14 @@ def _parse_reward(body: str, url: str, sample: Any) -> Any:
 
 async def remote_rm(args: Any, sample: Any, max_retries: int | None = None) -> Any:
     """POST the sample to ``args.rm_url`` and return the reward it answers."""
-    url = getattr(args, "rm_url", None)
+    url = flag_value(args, "rm_url")
     if not url:
         raise RewardInputError(
             "rm_type 'remote_rm' needs a service address: pass --rm-url http://HOST:PORT/PATH"
         )
-    attempts = max_retries if max_retries is not None else getattr(args, "rm_max_retries", 5)
-    backoff_s = getattr(args, "rm_retry_backoff_s", 1.0)
-    session = _session(getattr(args, "rm_timeout_s", 120.0))
+    attempts = max_retries if max_retries is not None else flag_value(args, "rm_max_retries")
+    backoff_s = flag_value(args, "rm_retry_backoff_s")
+    session = _session(flag_value(args, "rm_timeout_s"))
     last_error = ""
     for attempt in range(1, max(1, attempts) + 1):
         try:
