@@ -37,11 +37,10 @@ BROKEN = [
         "reward is a dict {'score': 1.0} but --reward-key is not set",
     ),
     ("test_reward_contract.py", ["--custom-rm-path", f"{FX}.broken_reward.returns_none"], "reward is None"),
-    ("test_reward_contract.py", ["--custom-rm-path", f"{FX}.broken_reward.not_async"], "must be 'async def'"),
     (
         "test_reward_contract.py",
         ["--custom-rm-path", f"{FX}.broken_reward.missing_sample_argument"],
-        "but vime calls it as await fn(args, sample)",
+        "but vime calls it as [await] fn(args, sample)",
     ),
     (
         "test_reward_contract.py",
@@ -188,6 +187,7 @@ BROKEN = [
 
 GOOD = [
     ("test_reward_contract.py", ["--custom-rm-path", f"{FX}.reference_plugins.boxed_reward"]),
+    ("test_reward_contract.py", ["--custom-rm-path", f"{FX}.reference_plugins.sync_boxed_reward"]),
     (
         "test_reward_contract.py",
         ["--custom-rm-path", f"{FX}.reference_plugins.dict_reward", "--reward-key", "score"],
