@@ -150,3 +150,11 @@ def test_short_help_lists_vime_flags_only(workspace, tiny_model_dir):
     assert "--use-fault-tolerance" in done.stdout and "--help-all" in done.stdout
     assert "--vllm-max-model-len" not in done.stdout  # pass-through flags are behind --help-all
     assert len(done.stdout.splitlines()) < 600
+
+
+def test_every_vime_flag_has_help_text():
+    from vime.utils.arguments import build_parser
+
+    parser = build_parser(engine_layer=False)
+    missing = [a.option_strings[0] for a in parser._actions if a.option_strings and not a.help]
+    assert not missing, f"flags without help text: {missing}"

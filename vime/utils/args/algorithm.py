@@ -10,9 +10,24 @@ from vime.algorithms.kl import KL_ESTIMATORS
 
 def add_algorithm_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("algorithm")
-    g.add_argument("--advantage-estimator", choices=ESTIMATORS, default="grpo")
-    g.add_argument("--loss-type", choices=["policy_loss", "sft_loss", "custom_loss"], default="policy_loss")
-    g.add_argument("--custom-loss-function-path", type=str, default=None)
+    g.add_argument(
+        "--advantage-estimator",
+        choices=ESTIMATORS,
+        default="grpo",
+        help="How advantages are computed: grpo, gspo, cispo, reinforce_plus_plus(_baseline), ppo (GAE with a critic).",
+    )
+    g.add_argument(
+        "--loss-type",
+        choices=["policy_loss", "sft_loss", "custom_loss"],
+        default="policy_loss",
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+    )
+    g.add_argument(
+        "--custom-loss-function-path",
+        type=str,
+        default=None,
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+    )
     g.add_argument("--eps-clip", type=float, default=0.2, help="PPO clip range.")
     g.add_argument(
         "--eps-clip-high", type=float, default=None, help="Upper clip range (default: --eps-clip)."
@@ -34,17 +49,40 @@ def add_algorithm_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--use-kl-loss", action="store_true", default=False, help="GRPO-style KL term in the loss."
     )
-    g.add_argument("--kl-loss-coef", type=float, default=0.0)
-    g.add_argument("--kl-loss-type", choices=KL_ESTIMATORS, default="k3")
+    g.add_argument(
+        "--kl-loss-coef",
+        type=float,
+        default=0.0,
+        help="Weight of the KL-to-reference term in the loss (with --use-kl-loss).",
+    )
+    g.add_argument(
+        "--kl-loss-type",
+        choices=KL_ESTIMATORS,
+        default="k3",
+        help="KL estimator of the loss term (see vime/algorithms/kl.py).",
+    )
     g.add_argument("--entropy-coef", type=float, default=0.0, help="Entropy bonus coefficient.")
     g.add_argument("--gamma", type=float, default=1.0, help="Discount (GAE, REINFORCE++).")
     g.add_argument("--lambd", type=float, default=1.0, help="GAE lambda.")
-    g.add_argument("--normalize-advantages", action="store_true", default=False)
     g.add_argument(
-        "--disable-grpo-std-normalization", action="store_false", dest="grpo_std_normalization", default=True
+        "--normalize-advantages",
+        action="store_true",
+        default=False,
+        help="Whiten advantages over the batch (not for the REINFORCE++ estimators, which do their own).",
     )
     g.add_argument(
-        "--disable-rewards-normalization", action="store_false", dest="rewards_normalization", default=True
+        "--disable-grpo-std-normalization",
+        action="store_false",
+        dest="grpo_std_normalization",
+        default=True,
+        help="GRPO: subtract the group mean only, do not divide by the group's std (Dr. GRPO).",
+    )
+    g.add_argument(
+        "--disable-rewards-normalization",
+        action="store_false",
+        dest="rewards_normalization",
+        default=True,
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
     )
     g.add_argument(
         "--calculate-per-token-loss",
@@ -56,9 +94,24 @@ def add_algorithm_arguments(parser: argparse.ArgumentParser) -> None:
         "--use-rollout-logprobs", action="store_true", default=False, help="Old log-probs = rollout's."
     )
     g.add_argument("--use-tis", action="store_true", default=False, help="Truncated importance sampling.")
-    g.add_argument("--tis-clip", type=float, default=2.0)
-    g.add_argument("--tis-clip-low", type=float, default=0.0)
-    g.add_argument("--num-critic-only-steps", type=int, default=0)
+    g.add_argument(
+        "--tis-clip",
+        type=float,
+        default=2.0,
+        help="Truncated importance sampling (--use-tis): upper clip of the rollout/train ratio.",
+    )
+    g.add_argument(
+        "--tis-clip-low",
+        type=float,
+        default=0.0,
+        help="Truncated importance sampling (--use-tis): lower clip of the ratio.",
+    )
+    g.add_argument(
+        "--num-critic-only-steps",
+        type=int,
+        default=0,
+        help="PPO: train only the critic for the first N steps.",
+    )
     g.add_argument(
         "--critic-lr", type=float, default=None, help="vime: critic learning rate (default: --lr)."
     )

@@ -23,7 +23,27 @@ def add_debug_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="Read rollout data from this path template instead of generating (implies --debug-train-only).",
     )
-    g.add_argument("--load-debug-rollout-data-subsample", type=float, default=None)
-    g.add_argument("--save-debug-train-data", type=str, default=None)
-    g.add_argument("--dump-details", type=str, default=None)
-    g.add_argument("--check-weight-update-equal", action="store_true", default=False)
+    g.add_argument(
+        "--load-debug-rollout-data-subsample",
+        type=float,
+        default=None,
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+    )
+    g.add_argument(
+        "--save-debug-train-data",
+        type=str,
+        default=None,
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+    )
+    g.add_argument(
+        "--dump-details",
+        type=str,
+        default=None,
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+    )
+    g.add_argument(
+        "--check-weight-update-equal",
+        action="store_true",
+        default=False,
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+    )

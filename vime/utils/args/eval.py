@@ -16,16 +16,66 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="Pairs of name and path: --eval-prompt-data aime /data/aime.jsonl gsm8k /data/gsm8k.jsonl",
     )
-    g.add_argument("--eval-config", type=str, default=None)
-    g.add_argument("--skip-eval-before-train", action="store_true", default=False)
-    g.add_argument("--eval-input-key", type=str, default=None)
-    g.add_argument("--eval-label-key", type=str, default=None)
-    g.add_argument("--eval-tool-key", type=str, default=None)
-    g.add_argument("--n-samples-per-eval-prompt", type=int, default=1)
-    g.add_argument("--eval-temperature", type=float, default=None)
-    g.add_argument("--eval-top-p", type=float, default=None)
-    g.add_argument("--eval-top-k", type=int, default=None)
-    g.add_argument("--eval-max-response-len", type=int, default=None)
-    g.add_argument("--eval-max-prompt-len", type=int, default=None)
-    g.add_argument("--eval-min-new-tokens", type=int, default=None)
-    g.add_argument("--eval-max-context-len", type=int, default=None)
+    g.add_argument(
+        "--eval-config",
+        type=str,
+        default=None,
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+    )
+    g.add_argument(
+        "--skip-eval-before-train",
+        action="store_true",
+        default=False,
+        help="Do not evaluate the starting weights before step 0.",
+    )
+    g.add_argument(
+        "--eval-input-key", type=str, default=None, help="Prompt key of the eval data (default: --input-key)."
+    )
+    g.add_argument(
+        "--eval-label-key", type=str, default=None, help="Label key of the eval data (default: --label-key)."
+    )
+    g.add_argument(
+        "--eval-tool-key",
+        type=str,
+        default=None,
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+    )
+    g.add_argument(
+        "--n-samples-per-eval-prompt",
+        type=int,
+        default=1,
+        help="Responses per eval prompt (their rewards are averaged).",
+    )
+    g.add_argument(
+        "--eval-temperature",
+        type=float,
+        default=None,
+        help="Sampling temperature of evaluation (default: --rollout-temperature).",
+    )
+    g.add_argument(
+        "--eval-top-p", type=float, default=None, help="Top-p of evaluation (default: --rollout-top-p)."
+    )
+    g.add_argument(
+        "--eval-top-k", type=int, default=None, help="Top-k of evaluation (default: --rollout-top-k)."
+    )
+    g.add_argument(
+        "--eval-max-response-len",
+        type=int,
+        default=None,
+        help="Most tokens per eval response (default: --rollout-max-response-len).",
+    )
+    g.add_argument(
+        "--eval-max-prompt-len",
+        type=int,
+        default=None,
+        help="Drop eval prompts longer than this many tokens.",
+    )
+    g.add_argument(
+        "--eval-min-new-tokens", type=int, default=None, help="Fewest tokens per eval response (min_tokens)."
+    )
+    g.add_argument(
+        "--eval-max-context-len",
+        type=int,
+        default=None,
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+    )

@@ -19,28 +19,118 @@ def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
         default="vime.rollout.vllm_rollout.generate_rollout",
         help="Dotted path of the rollout function.",
     )
-    g.add_argument("--rollout-temperature", type=float, default=1.0)
-    g.add_argument("--rollout-top-p", type=float, default=1.0)
-    g.add_argument("--rollout-top-k", type=int, default=-1)
-    g.add_argument("--rollout-max-context-len", type=int, default=None)
-    g.add_argument("--rollout-max-prompt-len", type=int, default=None)
-    g.add_argument("--rollout-max-response-len", type=int, default=1024)
-    g.add_argument("--rollout-skip-special-tokens", action="store_true", default=False)
-    g.add_argument("--rollout-stop", type=str, nargs="+", default=None)
-    g.add_argument("--rollout-stop-token-ids", type=int, nargs="+", default=None)
-    g.add_argument("--rollout-shuffle", action="store_true", default=False)
-    g.add_argument("--rollout-seed", type=int, default=42)
-    g.add_argument("--over-sampling-batch-size", type=int, default=None)
-    g.add_argument("--dynamic-sampling-filter-path", type=str, default=None)
-    g.add_argument("--partial-rollout", action="store_true", default=False)
-    g.add_argument("--mask-offpolicy-in-partial-rollout", action="store_true", default=False)
-    g.add_argument("--custom-generate-function-path", type=str, default=None)
-    g.add_argument("--buffer-filter-path", type=str, default=None)
-    g.add_argument("--rollout-sample-filter-path", type=str, default=None)
-    g.add_argument("--rollout-all-samples-process-path", type=str, default=None)
-    g.add_argument("--custom-rollout-log-function-path", type=str, default=None)
-    g.add_argument("--custom-eval-rollout-log-function-path", type=str, default=None)
-    g.add_argument("--rollout-data-postprocess-path", type=str, default=None)
+    g.add_argument(
+        "--rollout-temperature", type=float, default=1.0, help="Sampling temperature of training rollouts."
+    )
+    g.add_argument("--rollout-top-p", type=float, default=1.0, help="Top-p of training rollouts (1: off).")
+    g.add_argument("--rollout-top-k", type=int, default=-1, help="Top-k of training rollouts (-1: off).")
+    g.add_argument(
+        "--rollout-max-context-len",
+        type=int,
+        default=None,
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+    )
+    g.add_argument(
+        "--rollout-max-prompt-len",
+        type=int,
+        default=None,
+        help="Drop prompts longer than this many tokens when the data is read.",
+    )
+    g.add_argument(
+        "--rollout-max-response-len",
+        type=int,
+        default=1024,
+        help="Most tokens generated per sample (max_tokens); longer ones are truncated.",
+    )
+    g.add_argument(
+        "--rollout-skip-special-tokens",
+        action="store_true",
+        default=False,
+        help="Leave special tokens out of the decoded response text.",
+    )
+    g.add_argument("--rollout-stop", type=str, nargs="+", default=None, help="Stop strings for generation.")
+    g.add_argument(
+        "--rollout-stop-token-ids",
+        type=int,
+        nargs="+",
+        default=None,
+        help="Stop token ids for generation (besides EOS).",
+    )
+    g.add_argument(
+        "--rollout-shuffle",
+        action="store_true",
+        default=False,
+        help="Shuffle the prompts every epoch (seeded by --rollout-seed).",
+    )
+    g.add_argument(
+        "--rollout-seed", type=int, default=42, help="Seed of the prompt shuffle (--rollout-shuffle)."
+    )
+    g.add_argument(
+        "--over-sampling-batch-size",
+        type=int,
+        default=None,
+        help="Prompts requested per round when --dynamic-sampling-filter-path drops groups (default: --rollout-batch-size).",
+    )
+    g.add_argument(
+        "--dynamic-sampling-filter-path",
+        type=str,
+        default=None,
+        help="Hook fn(args, samples) -> keep? per group (DAPO dynamic sampling); dropped groups count in rollout/ metrics.",
+    )
+    g.add_argument(
+        "--partial-rollout",
+        action="store_true",
+        default=False,
+        help="Abort unfinished samples when the batch is full and continue them next step (from the buffer).",
+    )
+    g.add_argument(
+        "--mask-offpolicy-in-partial-rollout",
+        action="store_true",
+        default=False,
+        help="In --partial-rollout, mask the tokens generated with older weights out of the loss.",
+    )
+    g.add_argument(
+        "--custom-generate-function-path",
+        type=str,
+        default=None,
+        help="Hook async fn(args, sample, sampling_params) -> Sample replacing vime's generate call.",
+    )
+    g.add_argument(
+        "--buffer-filter-path",
+        type=str,
+        default=None,
+        help="Hook fn(args, rollout_id, buffer, num_samples) -> groups: which buffered groups go first.",
+    )
+    g.add_argument(
+        "--rollout-sample-filter-path",
+        type=str,
+        default=None,
+        help="Hook fn(args, groups) called on a step's kept groups before training (may edit them in place).",
+    )
+    g.add_argument(
+        "--rollout-all-samples-process-path",
+        type=str,
+        default=None,
+        help="Hook fn(args, all_groups, data_source) called on every generated group, kept or not.",
+    )
+    g.add_argument(
+        "--custom-rollout-log-function-path",
+        type=str,
+        default=None,
+        help="Hook logging a step's rollout metrics; return True to skip vime's default logging.",
+    )
+    g.add_argument(
+        "--custom-eval-rollout-log-function-path",
+        type=str,
+        default=None,
+        help="Hook logging eval metrics; return True to skip vime's default logging.",
+    )
+    g.add_argument(
+        "--rollout-data-postprocess-path",
+        type=str,
+        default=None,
+        help="Hook fn(args, rollout_id, rollout_data) run on the train data before training.",
+    )
     g.add_argument(
         "--update-weights-interval",
         type=int,
@@ -57,7 +147,12 @@ def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
         help="vime: where weights are written for engines that reload from disk (the CPU path); "
         "default: a directory under --save or a temporary one.",
     )
-    g.add_argument("--keep-old-actor", action="store_true", default=False)
+    g.add_argument(
+        "--keep-old-actor",
+        action="store_true",
+        default=False,
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+    )
     g.add_argument(
         "--rollout-external-engine-addrs",
         type=str,

@@ -7,22 +7,40 @@ import argparse
 
 def add_wandb_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("wandb")
-    g.add_argument("--use-wandb", action="store_true", default=False)
+    g.add_argument(
+        "--use-wandb",
+        action="store_true",
+        default=False,
+        help="Also log to Weights & Biases (offline without a key).",
+    )
     g.add_argument(
         "--wandb-mode",
         choices=["online", "offline", "disabled"],
         default=None,
         help="Unset: online with a key (WANDB_API_KEY or --wandb-key), offline otherwise; WANDB_MODE wins.",
     )
-    g.add_argument("--wandb-dir", type=str, default=None)
-    g.add_argument("--wandb-key", type=str, default=None)
-    g.add_argument("--wandb-host", type=str, default=None)
-    g.add_argument("--wandb-team", type=str, default=None)
-    g.add_argument("--wandb-group", type=str, default=None)
-    g.add_argument("--wandb-project", type=str, default="vime")
-    g.add_argument("--wandb-run-id", type=str, default=None)
     g.add_argument(
-        "--disable-wandb-random-suffix", action="store_false", dest="wandb_random_suffix", default=True
+        "--wandb-dir", type=str, default=None, help="Directory of the W&B run (default: the run dir)."
+    )
+    g.add_argument(
+        "--wandb-key",
+        type=str,
+        default=None,
+        help="W&B API key (or set WANDB_API_KEY); with it the run is online.",
+    )
+    g.add_argument("--wandb-host", type=str, default=None, help="W&B server for self-hosted instances.")
+    g.add_argument("--wandb-team", type=str, default=None, help="W&B entity (team or user).")
+    g.add_argument("--wandb-group", type=str, default=None, help="W&B group of this run.")
+    g.add_argument("--wandb-project", type=str, default="vime", help="W&B project.")
+    g.add_argument(
+        "--wandb-run-id", type=str, default=None, help="W&B run id; giving one resumes that run's charts."
+    )
+    g.add_argument(
+        "--disable-wandb-random-suffix",
+        action="store_false",
+        dest="wandb_random_suffix",
+        default=True,
+        help="slime's flag, accepted for compatibility; vime does not use it yet.",
     )
     g.add_argument(
         "--run-dir",
