@@ -112,6 +112,26 @@ def test_save_then_resume_continues_at_next_step(tiny_model_dir, tmp_path):
     assert len(list(save.glob("iter_0000001.replaced-*"))) == 1
 
 
+def test_load_of_a_step_dir_loads_that_step_not_the_latest(tiny_model_dir, tmp_path):
+    """``--load <save>/iter_0000000`` while the marker names step 1: step 0's weights, resume at 1."""
+    save = tmp_path / "ckpt"
+    backend = make_backend(_args(tiny_model_dir, "--save", str(save)), rank=0, world_size=1)
+    backend.init()
+    batch = TrainBatch.from_rollout_data(_rollout_data())
+    backend.train(0, batch)
+    backend.save(0)
+    at_step_0 = backend.compute_logprobs(batch)
+    backend.train(1, batch)
+    backend.save(1)
+    assert ckpt.latest_iteration(save) == 1
+    resumed = make_backend(
+        _args(tiny_model_dir, "--load", str(ckpt.iteration_dir(save, 0))), rank=0, world_size=1
+    )
+    assert resumed.init() == 1
+    for got, want in zip(resumed.compute_logprobs(batch), at_step_0, strict=True):
+        torch.testing.assert_close(got, want)
+
+
 def test_export_writes_a_loadable_hf_dir(tiny_model_dir, tmp_path):
     from transformers import AutoModelForCausalLM
 

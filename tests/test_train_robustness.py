@@ -6,7 +6,8 @@
   import it as the contract runner would.
 - An engine SIGKILLed between generation and the weight push: with ``--use-fault-tolerance`` it is
   restarted on the new weights and the run goes on, every step with its full batch and no sample
-  twice; without the flag the run fails within seconds, naming the engine and the flag.
+  twice; without the flag the run fails within seconds, naming the engine and the flag, and the
+  step trained before the crash is saved.
 """
 
 from __future__ import annotations
@@ -192,7 +193,10 @@ def test_without_fault_tolerance_a_dead_engine_fails_the_run_in_seconds(
 
     killed: dict = {}
     _kill_engine_during_generation(monkeypatch, tmp_path / "run", 1, killed)
-    args = parse_args([*_flags(tiny_model_dir, tmp_path, 3), "--rollout-health-check-interval", "1"])
+    save = tmp_path / "ckpt"
+    args = parse_args(
+        [*_flags(tiny_model_dir, tmp_path, 3), "--rollout-health-check-interval", "1", "--save", str(save)]
+    )
     with pytest.raises(Exception) as failure:
         train(args)
     seconds = time.monotonic() - killed["at"]
@@ -201,3 +205,5 @@ def test_without_fault_tolerance_a_dead_engine_fails_the_run_in_seconds(
     assert "vLLM engine 0" in message and "--use-fault-tolerance" in message, message[-2000:]
     assert seconds < 60
     assert [r["step"] for r in _records(tmp_path / "run" / "metrics.jsonl")] == [0]
+    # the crash came outside training: the trained step 0 was saved (no --save-interval: only at the end)
+    assert ckpt.latest_iteration(save) == 0
