@@ -16,6 +16,7 @@ import hashlib
 import json
 import random
 import shutil
+import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -137,9 +138,24 @@ def warm_start_tiny_model(
     recipe = WarmStartRecipe(seed=seed, steps=steps, noise=noise)
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
-    with Progress(transient=True) as bar:
+    interactive = sys.stderr.isatty()  # a log file or CI gets a line every tenth instead of a bar
+    done = [0]
+
+    def tick() -> None:
+        done[0] += 1
+        if interactive:
+            bar.advance(task)
+        elif done[0] % max(1, steps // 10) == 0 or done[0] == steps:
+            print(
+                f"[vime] warm start of the tiny model: {done[0]}/{steps} steps", file=sys.stderr, flush=True
+            )
+
+    if not interactive:
+        print(f"[vime] warm start of the tiny model ({steps} steps, once; cached in {out_dir.parent})",
+              file=sys.stderr, flush=True)  # fmt: skip
+    with Progress(transient=True, disable=not interactive) as bar:
         task = bar.add_task("warm start (supervised, noisy answers)", total=steps)
-        losses = fine_tune(model, tokenizer, recipe, progress=lambda: bar.advance(task))
+        losses = fine_tune(model, tokenizer, recipe, progress=tick)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
