@@ -312,3 +312,25 @@ def test_failure_writing_the_record_restores_every_file(sc, monkeypatch):
     with pytest.raises(OSError):
         resolve_branch(result.worktree)
     assert snapshot(result.worktree) == before
+
+
+def test_a_symlinked_folder_leading_outside_the_worktree_is_never_written_through(tmp_path):
+    """The downstream keeps `vime/linked` as a symlink out of the tree; upstream adds a file below it."""
+    from window_helpers import commit, init_repo
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    up = init_repo(tmp_path / "up")
+    commit(up, "base (#1)", {"slime/a.py": "A = 1\n"})
+    commit(up, "add below (#2)", {"slime/linked/new.py": "NEW = 1\n"})
+    down = init_repo(tmp_path / "down")
+    (down / "vime").mkdir()
+    (down / "vime/linked").symlink_to("../../outside")
+    commit(down, "vime at #1", {"vime/a.py": "A = 1\n"})
+    git(down, "add", "vime/linked")
+    git(down, "commit", "-q", "-m", "a link out of the tree")
+    before = snapshot(down)
+    with pytest.raises(SyncError, match=r"vime/linked/new\.py leads outside the worktree .*remove the link"):
+        run_window(up, down, 2, 2, rules=FakeRules(), translate_fn=fake_translate)
+    assert list(outside.iterdir()) == []
+    assert snapshot(down) == before

@@ -28,7 +28,7 @@ from sync.window.gitio import GitError, git, git_text
 from sync.window.messages import resolve_message
 from sync.window.textmerge import count_markers, parse_hunks, replace_hunks
 from sync.window.transaction import Stage, Transaction, run_stages, transaction
-from sync.window.worktree import commit_paths
+from sync.window.worktree import commit_paths, inside
 
 __all__ = [
     "AlreadyResolved",
@@ -284,6 +284,8 @@ def _commit(run: ResolveRun, paths: list[str], message: str) -> str:
 
 def stage_apply(run: ResolveRun) -> None:
     assert run.tx is not None
+    for path in run.files.changes:
+        inside(run.worktree, path)  # all checked before the first write
     for path, data in sorted(run.files.changes.items()):
         _write(run.tx, run.worktree / path, data)
 

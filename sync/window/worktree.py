@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+from sync.window.errors import SyncError
 from sync.window.filemerge import FileOutcome
 from sync.window.gitio import FIXED_IDENTITY, GitError, git, git_text
 
@@ -45,17 +46,28 @@ def remove_worktree(downstream: Path, branch: str, path: Path) -> None:
         git(downstream, "branch", "-D", branch)
 
 
+def inside(worktree: Path, rel: str) -> Path:
+    """``worktree / rel``, refusing a path that leaves the worktree (``..``, or a symlinked folder on the way)."""
+    target = worktree / rel
+    root, parent = worktree.resolve(), target.parent.resolve()
+    if parent != root and root not in parent.parents:
+        raise SyncError(
+            f"{rel} leads outside the worktree {worktree} (a symlinked folder or '..'); remove the link and run again"
+        )
+    return target
+
+
 def write_outcomes(worktree: Path, outcomes: list[FileOutcome]) -> list[str]:
     """Apply every outcome's removals and contents to the worktree; return the paths touched."""
     touched: list[str] = []
     for out in outcomes:
         for old in out.remove:
-            target = worktree / old
+            target = inside(worktree, old)
             if target.is_file() or target.is_symlink():
                 target.unlink()
             touched.append(old)
         if out.data is not None and out.outcome != "not_mirrored":
-            target = worktree / out.path
+            target = inside(worktree, out.path)
             target.parent.mkdir(parents=True, exist_ok=True)
             if target.is_symlink():
                 target.unlink()
@@ -68,7 +80,7 @@ def write_outcomes(worktree: Path, outcomes: list[FileOutcome]) -> list[str]:
 def write_files(worktree: Path, files: dict[str, bytes]) -> list[str]:
     """Write report and state files (relative path -> bytes) into the worktree."""
     for rel, data in files.items():
-        target = worktree / rel
+        target = inside(worktree, rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     return list(files)
