@@ -17,24 +17,26 @@ from sync.conformance.schema import Api, ApiUnavailable, load_api
 from sync.rules import RuleSet
 from sync.translate import translate_file
 from sync.translator.codec import decode
-from sync.translator.model import Applied, FileTranslation, TreeResult, TreeStats
+from sync.translator.model import Applied, FileTranslation, Hit, TreeResult, TreeStats
 
 
 def wrappers_of(rules: RuleSet) -> list[Wrapper]:
     return wrappers_from_settings(rules.settings)
 
 
-def _rule_at(applied: list[Applied], used: set[Applied]) -> RuleAt:
-    """The rule applied on a line span (endpoint and field rules first); records the ones it names."""
+def _rule_at(applied: list[Applied], hits: list[Hit], used: set[Applied]) -> RuleAt:
+    """The rule applied on a line span (endpoint and field rules first), else the ``unsupported``
+    rule that left it; records the applied ones it names (they are questioned, not converted)."""
     by_line: dict[int, list[Applied]] = {}
     for item in applied:
         if item.line > 0:
             by_line.setdefault(item.line, []).append(item)
+    left = {hit.line: hit.rule_id for hit in sorted(hits)}
 
     def rule_at(first: int, last: int) -> str:
         found = [item for line in range(first, last + 1) for item in by_line.get(line, ())]
         if not found:
-            return "conformance"
+            return next((left[line] for line in range(first, last + 1) if line in left), "conformance")
         found.sort(key=lambda a: (not a.rule_id.startswith(("ep.", "field.", "shape.")), a.line, a.rule_id))
         used.add(found[0])
         return found[0].rule_id
@@ -49,7 +51,7 @@ def check_translation(ft: FileTranslation, rules: RuleSet, api: Api) -> FileTran
     text, _clean = decode(ft.data)
     found = extract(ft.dst_path, text, wrappers_of(rules))
     used: set[Applied] = set()
-    rule_at = _rule_at(ft.applied, used)
+    rule_at = _rule_at(ft.applied, ft.unsupported, used)
     findings: list[Finding] = check_calls(found.calls, api, rule_at)
     findings += check_policies(ft.dst_path, found.policies, api, rule_at)
     ft.http_calls = sum(1 for call in found.calls if call.checkable and call.engine)
