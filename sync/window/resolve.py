@@ -78,7 +78,8 @@ def find_report_dir(worktree: Path) -> Path:
     report_dir = top / "reports" / m.group(1)
     if not (report_dir / "decisions.json").exists():
         raise SyncError(
-            f"{report_dir}/decisions.json is missing; run `vime-sync window` to create the branch"
+            f"{report_dir}/decisions.json is missing, so {branch} is not a complete window; remove it "
+            f"(git worktree remove --force {top}; git branch -D {branch}) and run `vime-sync window` again"
         )
     return report_dir
 
