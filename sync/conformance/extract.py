@@ -179,14 +179,7 @@ class _Extractor(cst.CSTVisitor):
                 if isinstance(element, cst.DictElement):
                     key = _const(element.key)
                     if isinstance(key, str):
-                        nested = element.value
-                        body.keys[key] = (
-                            self._body(nested) if isinstance(nested, cst.Dict | cst.Name) else None
-                        )
-                        if body.keys[key] is not None and not isinstance(nested, cst.Dict):
-                            binding = self._lookup(nested.value) if isinstance(nested, cst.Name) else None
-                            if binding is None or binding.kind != "body":
-                                body.keys[key] = None
+                        body.keys[key] = self._nested(element.value)
                         body.lines[key] = self._line(element)[0]
                     else:
                         body.open = True
@@ -210,6 +203,16 @@ class _Extractor(cst.CSTVisitor):
                     body.lines[arg.keyword.value] = self._line(arg)[0]
             return body
         return Body(open=True)
+
+    def _nested(self, value: cst.BaseExpression) -> Body | None:
+        """The keys of a value inside a body, when it is a dict the code shows (literal or bound)."""
+        if isinstance(value, cst.Dict):
+            return self._body(value)
+        if isinstance(value, cst.Name):
+            binding = self._lookup(value.value)
+            if binding is not None and binding.kind == "body":
+                return self._body(value)
+        return None
 
     def _query(self, node: cst.BaseExpression) -> tuple[dict[str, int], bool]:
         node = _unwrap(node)
