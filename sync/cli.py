@@ -11,7 +11,8 @@ from sync.commands.errors import set_debug
 
 app = typer.Typer(
     name="vime-sync",
-    help="Keep vime in step with slime: translate SGLang code to vLLM, 3-way merge a PR window, review, gate.",
+    help="Keep vime in step with slime: translate SGLang code to vLLM, 3-way merge a PR window, review, gate. "
+    "Exit codes: 0 done, 1 refused input or a failed check, 2 usage, 3 internal error, 130 interrupted.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
