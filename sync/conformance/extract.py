@@ -269,49 +269,59 @@ class _Extractor(cst.CSTVisitor):
     def _http_call(self, node: cst.Call) -> CallSkeleton | None:
         positional = [arg.value for arg in node.args if arg.keyword is None and arg.star == ""]
         keywords = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
-        line, end = self._line(node)
         wrapper = self._wrapper_for(node.func)
-        via = _code(node.func)
         if wrapper is not None:
-            route: str | None = None
-            template, host = "", ""
-            if wrapper.route_arg is not None and len(positional) > wrapper.route_arg:
-                found = self._url(positional[wrapper.route_arg])  # "flush_cache", f"wake_up?{...}"
-                template = "/" + found[0].lstrip("/") if found is not None and found[0][:1] != "{" else ""
-            elif wrapper.url_arg is not None and len(positional) > wrapper.url_arg:
-                found = self._url(positional[wrapper.url_arg])
-                template, host = found if found is not None else ("", "")
-            route = _route_of(template) if template else None
-            if route is None:
-                return None
+            return self._wrapper_call(node, wrapper, positional, keywords)
+        return self._verb_call(node, positional, keywords)
+
+    def _wrapper_call(
+        self, node: cst.Call, wrapper: Wrapper, positional: list, keywords: dict
+    ) -> CallSkeleton | None:
+        """A declared helper: route or URL, body and method where the wrapper row says they are."""
+        line, end = self._line(node)
+        via = _code(node.func)
+        route: str | None = None
+        template, host = "", ""
+        if wrapper.route_arg is not None and len(positional) > wrapper.route_arg:
+            found = self._url(positional[wrapper.route_arg])  # "flush_cache", f"wake_up?{...}"
+            template = "/" + found[0].lstrip("/") if found is not None and found[0][:1] != "{" else ""
+        elif wrapper.url_arg is not None and len(positional) > wrapper.url_arg:
+            found = self._url(positional[wrapper.url_arg])
+            template, host = found if found is not None else ("", "")
+        route = _route_of(template) if template else None
+        if route is None:
+            return None
+        body_node = None
+        if wrapper.body_arg is not None and len(positional) > wrapper.body_arg:
+            body_node = positional[wrapper.body_arg]
+        elif wrapper.body_kwarg and wrapper.body_kwarg in keywords:
+            body_node = keywords[wrapper.body_kwarg]
+        if isinstance(body_node, cst.Name) and body_node.value == "None":
             body_node = None
-            if wrapper.body_arg is not None and len(positional) > wrapper.body_arg:
-                body_node = positional[wrapper.body_arg]
-            elif wrapper.body_kwarg and wrapper.body_kwarg in keywords:
-                body_node = keywords[wrapper.body_kwarg]
-            if isinstance(body_node, cst.Name) and body_node.value == "None":
-                body_node = None
-            body = (
-                self._body(body_node)
-                if body_node is not None
-                else (Body() if wrapper.method != "GET" else None)
-            )
-            query, query_open = _split_query(template)
-            if wrapper.params_kwarg and wrapper.params_kwarg in keywords:
-                extra, extra_open = self._query(keywords[wrapper.params_kwarg])
-                query.update(extra)
-                query_open = query_open or extra_open
-            method = wrapper.method
-            if wrapper.method_arg is not None and len(positional) > wrapper.method_arg:
-                named = _const(positional[wrapper.method_arg])
-                if not isinstance(named, str):
-                    return None
-                method = named.upper()
-                if body_node is None and method == "GET":
-                    body = None
-            return CallSkeleton(
-                self.path, line, end, via, method, route, query, query_open, body, [], *_target(host, True)
-            )  # fmt: skip
+        body = (
+            self._body(body_node) if body_node is not None else (Body() if wrapper.method != "GET" else None)
+        )
+        query, query_open = _split_query(template)
+        if wrapper.params_kwarg and wrapper.params_kwarg in keywords:
+            extra, extra_open = self._query(keywords[wrapper.params_kwarg])
+            query.update(extra)
+            query_open = query_open or extra_open
+        method = wrapper.method
+        if wrapper.method_arg is not None and len(positional) > wrapper.method_arg:
+            named = _const(positional[wrapper.method_arg])
+            if not isinstance(named, str):
+                return None
+            method = named.upper()
+            if body_node is None and method == "GET":
+                body = None
+        return CallSkeleton(
+            self.path, line, end, via, method, route, query, query_open, body, [], *_target(host, True)
+        )  # fmt: skip
+
+    def _verb_call(self, node: cst.Call, positional: list, keywords: dict) -> CallSkeleton | None:
+        """``X.get|post|...(url, json=..., params=...)`` with a URL the code shows."""
+        line, end = self._line(node)
+        via = _code(node.func)
         if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in VERBS or not positional:
             return None
         receiver = node.func.value
