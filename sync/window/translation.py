@@ -160,7 +160,14 @@ class TranslationCache:
     def forget_written(self) -> None:
         """Remove the entries this run added (the rollback of an aborted window)."""
         while self.written:
-            self.written.pop().unlink(missing_ok=True)
+            entry = self.written.pop()
+            entry.unlink(missing_ok=True)
+            for folder in (
+                entry.parent,
+                entry.parent.parent,
+            ):  # the shard and fingerprint folders, if now empty
+                if folder != self.dir.parent and folder.is_dir() and not any(folder.iterdir()):
+                    folder.rmdir()
 
 
 def translate_one(
