@@ -426,3 +426,22 @@ def test_url_helpers_get_the_body_reshaped_too(api):
     )
     assert 'await post(f"{url}/abort_requests", {})' in text
     assert findings(api, text) == []
+
+
+def test_gate_reports_sglang_names_through_a_reexport_module(api, tmp_path):
+    from sync.conformance.gate import check_conformance
+
+    package = tmp_path / "vime" / "backends" / "megatron_utils"
+    (package / "update_weight").mkdir(parents=True)
+    (package / "vllm_compat.py").write_text("from sglang.srt.utils import MultiprocessingSerializer\n")
+    (package / "update_weight" / "from_tensor.py").write_text(
+        "from ..vllm_compat import MultiprocessingSerializer\n"
+    )
+    files = [
+        "vime/backends/megatron_utils/vllm_compat.py",
+        "vime/backends/megatron_utils/update_weight/from_tensor.py",
+    ]
+    failures, _summary = check_conformance(tmp_path, files, load_rules(), {files[1]: [2200]})
+    [failure] = failures
+    assert failure.files == [files[1]] and failure.line == 1 and failure.prs == [2200]
+    assert "MultiprocessingSerializer: SGLang-only" in failure.message

@@ -1,5 +1,6 @@
 """The gate's conformance check: every HTTP call in the worktree's Python code, against the
-installed vLLM's API; each finding is a gate failure naming the file, line and upstream PRs."""
+installed vLLM's API, and every SGLang-only name imported through a re-export module; each is a
+gate failure naming the file, line and upstream PRs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from sync.conformance.check import check_calls, check_policies
 from sync.conformance.extract import extract
+from sync.conformance.reexports import reexport_hits
 from sync.conformance.schema import ApiUnavailable, load_api
 from sync.conformance.stage import wrappers_of
 from sync.gate.files import read_text
@@ -27,10 +29,20 @@ def check_conformance(
         return [], CheckSummary(NAME, "skipped", 0, str(error))
     wrappers = wrappers_of(rules)
     failures, calls = [], 0
-    for rel in sorted(py_files):
-        text = read_text(worktree / rel)
-        if text is None:
-            continue
+    texts = {rel: text for rel in sorted(py_files) if (text := read_text(worktree / rel)) is not None}
+    for rel, hits in sorted(reexport_hits(texts.items(), rules).items()):
+        for hit in hits:
+            failures.append(
+                GateFailure.about(
+                    NAME,
+                    f"{rel}:{hit.line}: {hit.snippet.split('# ', 1)[-1]} (rule {hit.rule_id}); "
+                    f"replace it with vLLM's or vime's own, or keep it on purpose with a keep rule",
+                    [rel],
+                    file_prs,
+                    line=hit.line,
+                )
+            )
+    for rel, text in texts.items():
         found = extract(rel, text, wrappers)
         calls += sum(1 for call in found.calls if call.checkable and call.engine)
         for finding in check_calls(found.calls, api) + check_policies(rel, found.policies, api):
