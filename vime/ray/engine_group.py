@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal, get_args
 
 import ray
 
@@ -20,6 +20,57 @@ from vime.backends.vllm_utils.engine_client import EngineClient
 from vime.utils.http_utils import allocate_ports
 
 logger = logging.getLogger(__name__)
+
+# The control calls a group fans out: methods of the VLLMEngine actor, and of ExternalEngine below,
+# by the same names (tests/test_engine_group_methods.py checks both have each one).
+ControlMethod = Literal[
+    "health",
+    "pause",
+    "resume",
+    "abort",
+    "reset_prefix_cache",
+    "update_weights_from_disk",
+    "sleep",
+    "wake_up",
+    "get_weight_version",
+    "alive",
+    "kill_server",
+    "stop",
+]
+CONTROL_METHODS: frozenset[str] = frozenset(get_args(ControlMethod))
+
+
+class ExternalEngine(EngineClient):
+    """An engine started elsewhere (``--rollout-external-engine-addrs``), with the control methods
+    of a VLLMEngine actor: vime talks to it but does not manage its process or its memory."""
+
+    def sleep(self, level: int = 1) -> bool:
+        logger.warning("sleep is not sent to external engine %s: vime does not manage its memory", self.url)
+        return False
+
+    def wake_up(self, tags: list[str] | None = None) -> bool:
+        logger.warning("wake_up is not sent to external engine %s: vime does not manage its memory", self.url)
+        return False
+
+    def get_weight_version(self) -> str | None:
+        return self.weight_version()
+
+    def alive(self) -> bool:
+        return self.health()
+
+    def kill_server(self) -> None:
+        """Not ours to kill."""
+
+    def stop(self) -> None:
+        """Not ours to stop."""
+
+
+def _control(method: str) -> str:
+    if method not in CONTROL_METHODS:
+        raise ValueError(
+            f"{method!r} is not an engine control call; one of {', '.join(sorted(CONTROL_METHODS))}"
+        )
+    return method
 
 
 class EngineGroup:
@@ -60,7 +111,7 @@ class EngineGroup:
             num_engines, start=base_port, host=host, spread=5000 if num_engines else 0
         )
         self.actors: list[Any] = [self._make_actor(rank, port) for rank, port in enumerate(self.ports)]
-        self.external = [EngineClient(_as_url(addr)) for addr in external_addrs or []]
+        self.external = [ExternalEngine(_as_url(addr)) for addr in external_addrs or []]
 
     def _make_actor(self, rank: int, port: int):
         options: dict[str, Any] = {
@@ -137,24 +188,24 @@ class EngineGroup:
         return len(self.actors) + len(self.external)
 
     # ----- control fan-out ------------------------------------------------------------------------
-    def call(self, method: str, *args: Any, **kwargs: Any) -> list[Any]:
+    def call(self, method: ControlMethod, *args: Any, **kwargs: Any) -> list[Any]:
         """Call ``method`` on every engine (actors in parallel via Ray, external ones via threads)."""
-        refs = [getattr(actor, method).remote(*args, **kwargs) for actor in self.actors]
+        name = _control(method)
+        refs = [getattr(actor, name).remote(*args, **kwargs) for actor in self.actors]
         external_results: list[Any] = []
         if self.external:
             with ThreadPoolExecutor(len(self.external)) as pool:
-                external_results = list(
-                    pool.map(lambda c: _call_external(c, method, *args, **kwargs), self.external)
-                )
+                external_results = list(pool.map(lambda c: getattr(c, name)(*args, **kwargs), self.external))
         return ray.get(refs) + external_results
 
-    def call_each(self, method: str, *args: Any, timeout_s: float | None = None) -> list[Any]:
+    def call_each(self, method: ControlMethod, *args: Any, timeout_s: float | None = None) -> list[Any]:
         """``method`` on every engine vime started; each entry is its result or the exception it raised.
 
         Unlike :meth:`call`, one dead engine does not hide what the others did: the caller can
         recover that engine alone (fault tolerance) or name it (without).
         """
-        refs = [getattr(actor, method).remote(*args) for actor in self.actors]
+        name = _control(method)
+        refs = [getattr(actor, name).remote(*args) for actor in self.actors]
         results: list[Any] = []
         for ref in refs:
             try:
@@ -162,7 +213,7 @@ class EngineGroup:
             except Exception as exc:  # RayActorError, EngineControlError from the actor, timeout
                 results.append(exc)
         for client in self.external:
-            results.append(_call_external(client, method, *args))
+            results.append(getattr(client, name)(*args))
         return results
 
     def log_path(self, rank: int) -> str:
@@ -171,21 +222,3 @@ class EngineGroup:
 
 def _as_url(addr: str) -> str:
     return addr if addr.startswith("http") else f"http://{addr}"
-
-
-def _call_external(client: EngineClient, method: str, *args: Any, **kwargs: Any) -> Any:
-    """The EngineClient equivalent of a VLLMEngine actor method (external engines have no actor)."""
-    if method == "update_weights_from_disk":
-        return client.update_weights_from_disk(*args, **kwargs)
-    if method in ("sleep", "wake_up"):
-        logger.warning(
-            "%s is not sent to external engine %s: vime does not manage its memory", method, client.url
-        )
-        return False
-    if method == "health":
-        return client.health(*args, **kwargs)
-    if method in ("get_weight_version",):
-        return client.weight_version()
-    if method in ("stop", "shutdown", "kill_server"):
-        return None
-    return getattr(client, method)(*args, **kwargs)
