@@ -19,6 +19,7 @@ def outcome_totals(outcomes: list[FileOutcome]) -> dict[str, int]:
         "new": n("new"),
         "deleted": n("deleted"),
         "not_mirrored": n("not_mirrored"),
+        "port": n("port"),
         "modify_delete": n("modify_delete"),
         "binary": n("binary"),
         "renamed": sum(1 for o in outcomes if o.renamed_from),
@@ -42,7 +43,8 @@ def merge_message(
         f"ours = vime, base = translate(slime {window.cutoff[:10]}), theirs = translate(slime {window.tip[:10]}).",
         f"{t['clean']} clean merges ({t['structural']} settled per definition) · {t['conflict']} files with "
         f"conflict markers · {t['new']} new · {t['deleted']} deleted · {t['renamed']} renamed · "
-        f"{t['modify_delete']} modify/delete · {t['binary']} binary · {t['not_mirrored']} not mirrored.",
+        f"{t['modify_delete']} modify/delete · {t['binary']} binary · {t['port']} port requests · "
+        f"{t['not_mirrored']} not mirrored.",
         f"Questions: {tiers['Decide']} Decide, {tiers['Confirm']} Confirm, {tiers['Settled']} Settled "
         f"(see {report_dir}/QUESTIONS.md). Conflict markers are kept on purpose: they are the review queue.",
         "",

@@ -28,6 +28,7 @@ def print_summary(result: Any, console: Console | None = None) -> None:
         ("renamed", "renamed"),
         ("modify_delete", "modify/delete questions"),
         ("binary", "binary questions"),
+        ("port", "port requests (nothing lands)"),
         ("not_mirrored", "not mirrored (listed only)"),
     ]
     for key, label in labels:
