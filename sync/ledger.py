@@ -251,9 +251,19 @@ def fill_downstream(downstream: Path, rows: list[LedgerRow], rev: str = "HEAD") 
     return out
 
 
-def where_is(rows: list[LedgerRow], pr: int) -> str:
-    """The answer to "where is upstream PR #N?" from the ledger."""
+def where_is(rows: list[LedgerRow], pr: int, upstream: Path | None = None, upstream_ref: str = "HEAD") -> str:
+    """The answer to "where is upstream PR #N?" from the ledger (and the upstream's history, if given)."""
     hits = [r for r in rows if r.pr == pr]
+    if not hits and upstream is not None:
+        from sync.window.history import find_pr_commit, first_parent_log
+
+        c = find_pr_commit(first_parent_log(upstream, upstream_ref), pr)
+        if c is None:
+            return f"PR #{pr} is not merged on the upstream's first-parent history ({upstream_ref})"
+        return (
+            f"PR #{pr} {c.title!r} merged upstream as {c.sha[:10]} ({c.date}) after the last synced window: "
+            "the next `vime-sync window` takes it"
+        )
     if not hits:
         windows = sorted({r.window for r in rows})
         return f"PR #{pr} is in no synced window (windows: {', '.join(windows) or 'none yet'}): not merged yet, or merged upstream after the last sync"

@@ -231,6 +231,15 @@ def test_ledger_across_two_windows_and_where_is_pr(tmp_path):
     assert out.exit_code == 0 and "window slime-4-4, mirrored" in out.output
     out = runner.invoke(app, ["ledger", "--downstream", str(second.worktree), "--pr", "99"])
     assert out.exit_code == 1 and "in no synced window" in out.output
+    commit(up, "not synced yet (#6)", {"slime/a.py": "A = 6\n"})
+    out = runner.invoke(
+        app, ["ledger", "--downstream", str(second.worktree), "--pr", "6", "--upstream", str(up)]
+    )
+    assert out.exit_code == 1 and "after the last synced window" in out.output
+    out = runner.invoke(
+        app, ["ledger", "--downstream", str(second.worktree), "--pr", "99", "--upstream", str(up)]
+    )
+    assert "not merged on the upstream's first-parent history" in out.output
     out = runner.invoke(app, ["ledger", "--downstream", str(second.worktree), "--mark", "3", "--disposition",
                               "excluded", "--reason", "CI is ours"])  # fmt: skip
     assert out.exit_code == 0

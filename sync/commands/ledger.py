@@ -16,6 +16,10 @@ def register(app: typer.Typer) -> None:
             Path, typer.Option("--downstream", help="The vime repository or a sync worktree (default: here).")
         ] = Path("."),
         pr: Annotated[int | None, typer.Option("--pr", help="Say where upstream PR #N went.")] = None,
+        upstream: Annotated[
+            Path | None,
+            typer.Option("--upstream", help="With --pr: a slime clone, to place PRs not synced yet."),
+        ] = None,
         mark: Annotated[
             int | None, typer.Option("--mark", help="Set the disposition of PR #N by hand (edits the file).")
         ] = None,
@@ -60,7 +64,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1) from None
         rows = fill_downstream(root, rows)
         if pr is not None:
-            typer.echo(where_is(rows, pr))
+            typer.echo(where_is(rows, pr, upstream))
             raise typer.Exit(0 if any(r.pr == pr for r in rows) else 1)
         if markdown:
             typer.echo(render_ledger_md(rows), nl=False)
