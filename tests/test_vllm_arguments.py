@@ -8,12 +8,13 @@ from vime.backends.vllm_utils.arguments import (
     PassThroughArgumentError,
     add_router_arguments,
     add_vllm_arguments,
-    add_vllm_engine_arguments,
     router_cli_args,
     router_parser,
     vllm_server_cli_args,
     vllm_server_parser,
 )
+from vime.utils.args import VIME_GROUPS, add_train_backend_arguments
+from vime.utils.args.engines import add_engine_arguments
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +22,7 @@ def parser():
     p = argparse.ArgumentParser(exit_on_error=False)
     add_vllm_arguments(p)
     add_router_arguments(p)
-    add_vllm_engine_arguments(p)
+    add_engine_arguments(p)
     return p
 
 
@@ -82,17 +83,13 @@ def test_router_flags_pass_through_and_are_validated(parser):
 
 
 def test_engine_flags_are_defined_once():
-    """vime's engine/router flags and vime's own groups share no flag (a second, skipped copy was dead code)."""
-    from vime.utils.args import VIME_GROUPS, add_train_backend_arguments
-
+    """vime's engine/router flags live in one group (utils/args/engines.py), among vime's own groups,
+    and none of vime's flags is defined twice there."""
     own = argparse.ArgumentParser()
     add_train_backend_arguments(own)
     for add_group in VIME_GROUPS:
-        add_group(own)
-    engine = argparse.ArgumentParser()
-    add_vllm_engine_arguments(engine)
-    shared = sorted(set(own._option_string_actions) & set(engine._option_string_actions) - {"-h", "--help"})
-    assert not shared, f"defined twice: {shared}"
-    add_vllm_engine_arguments(own)  # and together they build one parser
+        add_group(own)  # argparse itself refuses a flag defined twice
+    assert add_engine_arguments in VIME_GROUPS
     args = own.parse_args(["--rollout-num-engines", "0", "--rollout-external-engine-addrs", "h:1", "h:2"])
     assert args.rollout_num_engines == 0 and args.rollout_external_engine_addrs == ["h:1", "h:2"]
+    assert args.vllm_server_concurrency == 512

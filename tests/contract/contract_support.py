@@ -101,7 +101,6 @@ def vime_defaults() -> dict[str, Any]:
     """Every vime flag's default, from vime's own parser groups (without the vLLM layer, which
     would import vLLM); empty when this checkout's parser cannot be built."""
     try:
-        from vime.backends.vllm_utils.arguments import add_vllm_engine_arguments
         from vime.utils.arguments import VIME_GROUPS, add_train_backend_arguments
     except ImportError:
         return {}
@@ -109,7 +108,6 @@ def vime_defaults() -> dict[str, Any]:
     add_train_backend_arguments(parser)
     for add_group in VIME_GROUPS:
         add_group(parser)
-    add_vllm_engine_arguments(parser)
     return vars(parser.parse_args([]))
 
 

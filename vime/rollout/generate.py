@@ -18,6 +18,7 @@ from typing import Any
 
 from vime.rollout.generate_state import GenerateState
 from vime.rollout.sampling_params import build_sampling_params as build_sampling_params  # its old home
+from vime.utils.args.defaults import flag_value
 from vime.utils.http_utils import CONNECTION_ERRORS, HTTPStatusError, post
 from vime.utils.types import Sample
 
@@ -28,7 +29,7 @@ RETRYABLE_STATUS = {500, 502, 503, 504}
 
 
 def router_url(args: Namespace, route: str = "") -> str:
-    ip, port = getattr(args, "vllm_router_ip", None), getattr(args, "vllm_router_port", None)
+    ip, port = flag_value(args, "vllm_router_ip"), flag_value(args, "vllm_router_port")
     if ip is None or port is None:
         raise RuntimeError(
             "args.vllm_router_ip / vllm_router_port are unset: start a RolloutManager (it sets them) "
@@ -130,7 +131,7 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
         router_url(args, "/inference/v1/generate"),
         payload,
         headers=headers,
-        retry_timeout_s=float(getattr(args, "rollout_request_retry_timeout", 900.0)),
+        retry_timeout_s=float(flag_value(args, "rollout_request_retry_timeout")),
         is_aborted=lambda: state.aborted,
         on_retry=state.note_retry,
     )

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 from argparse import Namespace
 
+from vime.utils.args.defaults import flag_value
+
 
 class GenerateState:
     """What one rollout run shares across its requests: tokenizer, concurrency limit, in-flight tasks.
@@ -35,7 +37,7 @@ class GenerateState:
         self.args = args
         self.tokenizer = AutoTokenizer.from_pretrained(args.hf_checkpoint)
         engines = max(1, int(getattr(args, "rollout_num_engines_total", None) or 1))
-        self.semaphore = asyncio.Semaphore(int(getattr(args, "vllm_server_concurrency", 512)) * engines)
+        self.semaphore = asyncio.Semaphore(int(flag_value(args, "vllm_server_concurrency")) * engines)
         self.reset()
 
     @property

@@ -24,15 +24,10 @@ def _add_engine_layer(parser: argparse.ArgumentParser) -> None:
 
     Added after vime's own groups: the engine layer skips any flag vime already defines.
     """
-    from vime.backends.vllm_utils.arguments import (
-        add_router_arguments,
-        add_vllm_arguments,
-        add_vllm_engine_arguments,
-    )
+    from vime.backends.vllm_utils.arguments import add_router_arguments, add_vllm_arguments
 
     add_vllm_arguments(parser)
     add_router_arguments(parser)
-    add_vllm_engine_arguments(parser)
 
 
 USAGE = (

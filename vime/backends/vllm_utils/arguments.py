@@ -7,7 +7,7 @@ meaning "not given"), and ``vllm_server_cli_args`` turns them back into server a
 parsed by vLLM's real parser before any engine starts, so a bad value fails in one line at launch
 time rather than a minute later inside a server log.
 
-``add_vllm_engine_arguments`` adds vime's own engine/router flags (slime's names, sglang → vllm).
+vime's own engine/router flags (slime's names, sglang → vllm) are ``vime/utils/args/engines.py``.
 """
 
 from __future__ import annotations
@@ -112,64 +112,6 @@ def add_vllm_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
 def add_router_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add every ``vllm-router`` option as ``--router-<name>`` (dest ``router_<dest>``, default None)."""
     _mirror(router_parser(), parser, "router", _ROUTER_MANAGED)
-    return parser
-
-
-def _add(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
-    """Add ``flag`` unless the caller's parser already has it (arguments.py may define it too)."""
-    if flag not in parser._option_string_actions:
-        parser.add_argument(flag, **kwargs)
-
-
-def add_vllm_engine_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """vime's own flags for the engines and the router (slime's ``--sglang-*`` names, on vLLM).
-
-    Engine counts and addresses are in ``vime/utils/args/cluster.py`` / ``rollout.py``, fault tolerance
-    in ``fault_tolerance.py``: each flag is defined once.
-    """
-    group = parser.add_argument_group("vime rollout engines")
-    _add(
-        group,
-        "--vllm-server-concurrency",
-        type=int,
-        default=512,
-        help="Most generate requests in flight per engine.",
-    )
-    _add(
-        group,
-        "--vllm-router-ip",
-        type=str,
-        default=None,
-        help="Use a running vllm-router instead of starting one.",
-    )
-    _add(
-        group,
-        "--vllm-router-port",
-        type=int,
-        default=None,
-        help="Port of --vllm-router-ip, or of the router vime starts.",
-    )
-    _add(
-        group,
-        "--vllm-engine-start-timeout",
-        type=float,
-        default=600.0,
-        help="Seconds an engine may take to become healthy before its start fails.",
-    )
-    _add(
-        group,
-        "--vllm-base-port",
-        type=int,
-        default=15000,
-        help="Engine ports are free ports from here on, after a random offset below 5000 (parallel runs rarely collide).",
-    )
-    _add(
-        group,
-        "--rollout-request-retry-timeout",
-        type=float,
-        default=900.0,
-        help="Seconds a generate request lost to a dead engine keeps being retried on healthy ones.",
-    )
     return parser
 
 

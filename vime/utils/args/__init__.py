@@ -5,6 +5,7 @@ from vime.utils.args.checkpoint import add_checkpoint_arguments
 from vime.utils.args.cluster import add_cluster_arguments
 from vime.utils.args.data import add_data_arguments
 from vime.utils.args.debug import add_debug_arguments
+from vime.utils.args.engines import add_engine_arguments
 from vime.utils.args.eval import add_eval_arguments
 from vime.utils.args.fault_tolerance import add_fault_tolerance_arguments
 from vime.utils.args.reward import add_reward_arguments
@@ -16,6 +17,7 @@ from vime.utils.args.weight_sync import add_weight_sync_arguments
 VIME_GROUPS = (
     add_cluster_arguments,
     add_rollout_arguments,
+    add_engine_arguments,
     add_weight_sync_arguments,
     add_data_arguments,
     add_eval_arguments,
