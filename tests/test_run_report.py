@@ -24,7 +24,9 @@ def test_summary_and_plot(tmp_path):
         Namespace(run_dir=str(tmp_path / "run"), save=None, metrics_jsonl=None, vllm_log_dir=None)
     )
     summary, plot = finish_report(_records(), layout)
-    assert summary["reward"] == {"first": 0.2, "last": 0.55, "best": 0.55}
+    assert summary["reward"] == pytest.approx(
+        {"first": 0.2, "last": 0.55, "best": 0.55, "mean_first": 0.28, "mean_last": 0.46}
+    )
     assert summary["eval/arith"] == pytest.approx(0.39) and summary["seconds"] == 20.0
     assert plot == layout.plot and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert layout.summary.is_file() and layout.logs.is_dir()

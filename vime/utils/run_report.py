@@ -85,6 +85,12 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         if series:
             values = [v for _, v in series]
             summary[name] = {"first": values[0], "last": values[-1], "best": max(values)}
+            if len(values) >= 2 * RUNNING_MEAN:  # single steps are noisy: the ends, averaged
+                width = RUNNING_MEAN
+                summary[name] |= {
+                    "mean_first": sum(values[:width]) / width,
+                    "mean_last": sum(values[-width:]) / width,
+                }
     evals = sorted({k for r in records for k in r if k.startswith(("eval/", "eval_before_train/"))})
     for key in evals:
         if key.endswith("truncated_ratio"):
@@ -152,9 +158,13 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"steps {summary.get('first_step', '-')}..{summary.get('last_step', '-')} ({summary['steps']} run)"
     ]
     for name in ("reward", "accuracy"):
-        if name in summary:
-            s = summary[name]
-            lines.append(f"{name}: {s['first']:.3f} -> {s['last']:.3f} (best {s['best']:.3f})")
+        if name not in summary or (name == "accuracy" and summary["accuracy"] == summary.get("reward")):
+            continue  # with a 0/1 verifier the reward line says both
+        s = summary[name]
+        line = f"{name}: {s['first']:.3f} -> {s['last']:.3f} (best {s['best']:.3f}"
+        if "mean_first" in s:
+            line += f"; mean of the first {RUNNING_MEAN} steps {s['mean_first']:.3f}, of the last {s['mean_last']:.3f}"
+        lines.append(line + ")")
     for key, value in summary.items():
         if key.startswith(("eval/", "eval_before_train/")):
             lines.append(f"{key}: {value:.3f}")
