@@ -45,12 +45,13 @@ MARK = b"# vime:"
 
 
 def answer_and_resolve(result) -> dict[str, int]:
-    """Decide questions -> ours (keeps the downstream's lines); the rest take their defaults."""
+    """Decide questions -> ours (keeps the downstream's lines), or keep where that is the option
+    (conformance findings); the rest take their defaults."""
     path = result.report_dir / "decisions.json"
     doc = json.loads(path.read_text())
     for q in doc["questions"]:
         if q["tier"] == "Decide":
-            q["decision"] = "ours"
+            q["decision"] = "ours" if "ours" in q["options"] else "keep"
     path.write_text(json.dumps(doc, indent=2))
     out = resolve_branch(result.worktree)
     return out.applied
