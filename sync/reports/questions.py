@@ -345,6 +345,7 @@ def build_questions(
                 f"{message} ({effect}; {kind}): the translated call does not match vLLM's API; edit the "
                 f"call, or fix rule {rule_id} in translations/ (never counted as converted)", NOTE_OPTIONS, None,
                 lines=[line, line], rules=[rule_id], sides={"theirs": _line_of(out.theirs.data, line)},
+                prs=prov.line_prs(out, line),
             )  # fmt: skip
         hits, refs = _new_hits(out)
         for rule_id, line, snippet in hits:
