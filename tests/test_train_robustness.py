@@ -204,6 +204,9 @@ def test_without_fault_tolerance_a_dead_engine_fails_the_run_in_seconds(
     message = str(failure.value)
     assert "vLLM engine 0" in message and "--use-fault-tolerance" in message, message[-2000:]
     assert seconds < 60
-    assert [r["step"] for r in _records(tmp_path / "run" / "metrics.jsonl")] == [0]
-    # the crash came outside training: the trained step 0 was saved (no --save-interval: only at the end)
-    assert ckpt.latest_iteration(save) == 0
+    # the kill (0.3 s into step 1) is found in step 1's generation or weight push, or in step 2's
+    # generation when step 1 was quicker than that; a step is logged only once it is complete
+    logged = [r["step"] for r in _records(tmp_path / "run" / "metrics.jsonl")]
+    assert logged in ([0], [0, 1]), logged
+    # the crash came outside training: the last trained step was saved (no --save-interval: only at the end)
+    assert ckpt.latest_iteration(save) in (logged[-1], logged[-1] + 1)

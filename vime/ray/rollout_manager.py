@@ -107,30 +107,25 @@ class LocalRolloutManager:
             self.dispose()
             raise
         self.start_seconds = time.monotonic() - started
-        if getattr(args, "use_fault_tolerance", False) and self.engines.actors:
+        if args.use_fault_tolerance and self.engines.actors:
             self.monitor = HealthMonitor(
                 self.engines,
                 self.router,
-                interval_s=float(getattr(args, "rollout_health_check_interval", 5.0)),
-                check_timeout_s=float(getattr(args, "rollout_health_check_timeout", 10.0)),
-                first_wait_s=float(getattr(args, "rollout_health_check_first_wait", 0.0) or 0.0),
+                interval_s=float(args.rollout_health_check_interval),
+                check_timeout_s=float(args.rollout_health_check_timeout),
+                first_wait_s=float(args.rollout_health_check_first_wait),
             ).start()
 
     # ----- startup --------------------------------------------------------------------------------
     def _start_router(self) -> None:
         args = self.args
-        if getattr(args, "vllm_router_ip", None) and getattr(args, "vllm_router_port", None):
+        if args.vllm_router_ip and args.vllm_router_port:
             self.router = RouterClient(f"http://{args.vllm_router_ip}:{args.vllm_router_port}")
             return
         host = get_host_ip()
-        port = (
-            getattr(args, "vllm_router_port", None)
-            or allocate_ports(1, start=30000, host=host, spread=5000)[0]
-        )
+        port = args.vllm_router_port or allocate_ports(1, start=30000, host=host, spread=5000)[0]
         extra = router_cli_args(args)
-        if (
-            getattr(args, "router_prometheus_port", None) is None
-        ):  # its fixed default collides between routers
+        if args.router_prometheus_port is None:  # its fixed default collides between routers
             extra += ["--prometheus-port", str(allocate_ports(1, start=35000, host=host, spread=5000)[0])]
         self.router_process = RouterProcess(host, port, extra, self.log_dir)
         self.router_process.start()
@@ -139,8 +134,8 @@ class LocalRolloutManager:
 
     def _start_engines(self) -> None:
         args = self.args
-        num_engines = getattr(args, "rollout_num_engines", None)
-        external = list(getattr(args, "rollout_external_engine_addrs", None) or [])
+        num_engines = args.rollout_num_engines
+        external = list(args.rollout_external_engine_addrs or [])
         if num_engines is None:
             num_engines = 0 if (external or not self.on_cpu) else 1
         self.engines = EngineGroup(
@@ -149,13 +144,11 @@ class LocalRolloutManager:
             self._server_args() if num_engines else [],
             self.log_dir,
             host=get_host_ip(),
-            base_port=int(getattr(args, "vllm_base_port", 15000) or 15000),
+            base_port=int(args.vllm_base_port),
             on_cpu=self.on_cpu,
-            num_gpus_per_engine=0
-            if self.on_cpu
-            else int(getattr(args, "rollout_num_gpus_per_engine", 1) or 1),
+            num_gpus_per_engine=0 if self.on_cpu else int(args.rollout_num_gpus_per_engine),
             external_addrs=external,
-            start_timeout_s=float(getattr(args, "vllm_engine_start_timeout", 600.0) or 600.0),
+            start_timeout_s=float(args.vllm_engine_start_timeout),
             **self._gpu_placement(),
         )
         self.engines.start()
@@ -275,6 +268,7 @@ class LocalRolloutManager:
         interval = float(self.args.rollout_health_check_interval)
         pool = ThreadPoolExecutor(1, thread_name_prefix="vime-rollout")
         future = pool.submit(fn)
+        strikes = [0] * len(self.engines.actors)  # two failed checks in a row: a busy engine is not dead
         try:
             while True:
                 try:
@@ -283,7 +277,8 @@ class LocalRolloutManager:
                     pass
                 for rank, actor in enumerate(self.engines.actors):
                     reason = engine_problem(actor, float(self.args.rollout_health_check_timeout))
-                    if reason is not None:
+                    strikes[rank] = 0 if reason is None else strikes[rank] + 1
+                    if strikes[rank] >= 2:
                         raise EngineDiedError(self._death_line(rank, reason, what))
         finally:
             pool.shutdown(wait=False)
@@ -340,10 +335,11 @@ class LocalRolloutManager:
 
     def num_rollout(self) -> int:
         args = self.args
-        if getattr(args, "num_rollout", None) is not None:
+        if args.num_rollout is not None:
             return int(args.num_rollout)
         prompts = len(self._data_source())
-        return max(1, prompts * int(getattr(args, "num_epoch", 1) or 1) // int(args.rollout_batch_size))
+        epochs = args.num_epoch or 1  # unset: one pass over the prompts
+        return max(1, prompts * int(epochs) // int(args.rollout_batch_size))
 
     def save(self, rollout_id: int) -> None:
         """Save the data-source state as it was after step ``rollout_id`` (see ``_note_source_state``)."""

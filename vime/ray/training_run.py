@@ -130,11 +130,18 @@ class TrainingRun:
         if self.args.offload_train and self.actor is not None:
             self.actor.onload()
 
-    def save(self, rollout_id: int) -> None:
+    def save(self, rollout_id: int, source_timeout_s: float | None = None) -> None:
         if self.actor is not None:
             self.actor.save(rollout_id)
         if self.rollout is not None and self.args.rollout_global_dataset:
-            ray.get(self.rollout.save.remote(rollout_id))
+            try:  # on Ctrl-C the manager may still be generating ahead (train_async): do not wait long
+                ray.get(self.rollout.save.remote(rollout_id), timeout=source_timeout_s)
+            except ray.exceptions.GetTimeoutError:
+                logger.warning(
+                    "step %d saved without the data-source state (the rollout side was busy): "
+                    "a resume starts from the first prompt",
+                    rollout_id,
+                )
         self.saved_through = rollout_id
 
     def save_last_sound_step(self, why: str) -> int | None:
@@ -155,7 +162,7 @@ class TrainingRun:
         step = self.trained_through
         if step is None or (self.saved_through is not None and step <= self.saved_through):
             return None
-        self.save(step)
+        self.save(step, source_timeout_s=TRAIN_WAIT_ON_INTERRUPT_S)
         _say(f"{why}: saved step {step} to {self.args.save}")
         return step
 
