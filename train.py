@@ -11,65 +11,56 @@ from rich.progress import Progress
 
 from vime.ray.training_run import (
     StepTimer,
-    guarded,
     rollout_summary,
     run_main,
     save_debug_rollout,
-    start_training_run,
+    training_session,
 )
 
 
 def train(args) -> list[dict]:
     """Run the whole schedule; returns the per-step metric records (also in the JSONL file)."""
-    run = start_training_run(args)
-    interrupted = False
-    try:
-        with guarded(run):
-            if run.actor is not None and run.rollout is not None:
-                run.update_weights()  # engines serve the trainer's (possibly resumed) weights from step one
-            before = run.evaluate_before_training()  # merged into the first step's record
-            with Progress(transient=True) as progress:
-                task = progress.add_task(
-                    "training", total=run.schedule.num_rollout, completed=run.start_rollout_id
-                )
-                for rollout_id in range(run.start_rollout_id, run.schedule.num_rollout):
-                    timer = StepTimer()
-                    with timer.phase("step"):
-                        with timer.phase("rollout"):
-                            data = run.generate(rollout_id)
+    with training_session(args) as run:
+        if run.actor is not None and run.rollout is not None:
+            run.update_weights()  # engines serve the trainer's (possibly resumed) weights from step one
+        before = run.evaluate_before_training()  # merged into the first step's record
+        with Progress(transient=True) as progress:
+            task = progress.add_task(
+                "training", total=run.schedule.num_rollout, completed=run.start_rollout_id
+            )
+            for rollout_id in range(run.start_rollout_id, run.schedule.num_rollout):
+                timer = StepTimer()
+                with timer.phase("step"):
+                    with timer.phase("rollout"):
+                        data = run.generate(rollout_id)
+                    with timer.phase("sleep_wake"):
+                        run.offload_rollout()
+                    save_debug_rollout(args, rollout_id, data)
+                    record = rollout_summary(ray.get(data) if isinstance(data, ray.ObjectRef) else data)
+                    record |= run.rollout_metrics(rollout_id)
+                    if run.actor is not None:
+                        with timer.phase("train"):
+                            run.onload_train()
+                            record |= {f"train/{k}": v for k, v in run.train(rollout_id, data).items()}
+                        if run.schedule.should_save(rollout_id):
+                            with timer.phase("save"):
+                                run.save(rollout_id)
                         with timer.phase("sleep_wake"):
-                            run.offload_rollout()
-                        save_debug_rollout(args, rollout_id, data)
-                        record = rollout_summary(ray.get(data) if isinstance(data, ray.ObjectRef) else data)
-                        record |= run.rollout_metrics(rollout_id)
-                        if run.actor is not None:
-                            with timer.phase("train"):
-                                run.onload_train()
-                                record |= {f"train/{k}": v for k, v in run.train(rollout_id, data).items()}
-                            if run.schedule.should_save(rollout_id):
-                                with timer.phase("save"):
-                                    run.save(rollout_id)
-                            with timer.phase("sleep_wake"):
-                                run.onload_rollout(["weights"])
-                            with timer.phase("update_weights"):
-                                run.update_weights()
-                                record |= getattr(run.actor, "last_sync", None) or {}
-                            with timer.phase("offload_train"):
-                                run.offload_train()
-                            with timer.phase("sleep_wake"):
-                                run.onload_rollout(["kv_cache"])
-                        if run.schedule.should_eval(rollout_id):
-                            with timer.phase("eval"):
-                                record |= run.evaluate(rollout_id)
-                    run.metrics.log(rollout_id, before | record | timer.as_metrics())
-                    before = {}
-                    progress.advance(task)
-        return run.metrics.records
-    except KeyboardInterrupt:
-        interrupted = True
-        raise
-    finally:
-        run.shutdown(interrupted)
+                            run.onload_rollout(["weights"])
+                        with timer.phase("update_weights"):
+                            run.update_weights()
+                            record |= getattr(run.actor, "last_sync", None) or {}
+                        with timer.phase("offload_train"):
+                            run.offload_train()
+                        with timer.phase("sleep_wake"):
+                            run.onload_rollout(["kv_cache"])
+                    if run.schedule.should_eval(rollout_id):
+                        with timer.phase("eval"):
+                            record |= run.evaluate(rollout_id)
+                run.metrics.log(rollout_id, before | record | timer.as_metrics())
+                before = {}
+                progress.advance(task)
+    return run.metrics.records
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,11 +15,10 @@ from rich.progress import Progress
 
 from vime.ray.training_run import (
     StepTimer,
-    guarded,
     rollout_summary,
     run_main,
     save_debug_rollout,
-    start_training_run,
+    training_session,
 )
 
 
@@ -30,52 +29,42 @@ def train_async(args) -> list[dict]:
         )
     if args.debug_rollout_only or args.debug_train_only:
         raise SystemExit("error: the --debug-* modes have nothing to overlap: use train.py")
-    run = start_training_run(args)
-    interrupted = False
-    try:
-        with guarded(run):
-            run.update_weights()
-            before = run.evaluate_before_training()  # merged into the first step's record
-            in_flight = run.rollout.generate.remote(run.start_rollout_id)
-            with Progress(transient=True) as progress:
-                task = progress.add_task(
-                    "training (async)", total=run.schedule.num_rollout, completed=run.start_rollout_id
-                )
-                for rollout_id in range(run.start_rollout_id, run.schedule.num_rollout):
-                    timer = StepTimer()
-                    with timer.phase("step"):
-                        with timer.phase("rollout_wait"):
-                            data = ray.get(in_flight)
-                        in_flight = None
-                        record = rollout_summary(data) | run.rollout_metrics(rollout_id)
-                        if rollout_id + 1 < run.schedule.num_rollout:
-                            in_flight = run.rollout.generate.remote(
-                                rollout_id + 1
-                            )  # overlaps the training below
-                        save_debug_rollout(args, rollout_id, data)
-                        with timer.phase("train"):
-                            record |= {f"train/{k}": v for k, v in run.train(rollout_id, data).items()}
-                        if run.schedule.should_save(rollout_id):
-                            with timer.phase("save"):
-                                run.save(rollout_id)
-                        if (rollout_id + 1) % args.update_weights_interval == 0:
-                            with timer.phase("update_weights"):
-                                # the manager finishes the generation in flight before it reloads weights
-                                run.update_weights()
-                        if run.schedule.should_eval(rollout_id):
-                            with timer.phase("eval"):
-                                record |= run.evaluate(rollout_id)
-                    run.metrics.log(rollout_id, before | record | timer.as_metrics())
-                    before = {}
-                    progress.advance(task)
-            if in_flight is not None:
-                ray.get(in_flight)
-        return run.metrics.records
-    except KeyboardInterrupt:
-        interrupted = True
-        raise
-    finally:
-        run.shutdown(interrupted)
+    with training_session(args) as run:
+        run.update_weights()
+        before = run.evaluate_before_training()  # merged into the first step's record
+        in_flight = run.rollout.generate.remote(run.start_rollout_id)
+        with Progress(transient=True) as progress:
+            task = progress.add_task(
+                "training (async)", total=run.schedule.num_rollout, completed=run.start_rollout_id
+            )
+            for rollout_id in range(run.start_rollout_id, run.schedule.num_rollout):
+                timer = StepTimer()
+                with timer.phase("step"):
+                    with timer.phase("rollout_wait"):
+                        data = ray.get(in_flight)
+                    in_flight = None
+                    record = rollout_summary(data) | run.rollout_metrics(rollout_id)
+                    if rollout_id + 1 < run.schedule.num_rollout:
+                        in_flight = run.rollout.generate.remote(rollout_id + 1)  # overlaps the training below
+                    save_debug_rollout(args, rollout_id, data)
+                    with timer.phase("train"):
+                        record |= {f"train/{k}": v for k, v in run.train(rollout_id, data).items()}
+                    if run.schedule.should_save(rollout_id):
+                        with timer.phase("save"):
+                            run.save(rollout_id)
+                    if (rollout_id + 1) % args.update_weights_interval == 0:
+                        with timer.phase("update_weights"):
+                            # the manager finishes the generation in flight before it reloads weights
+                            run.update_weights()
+                    if run.schedule.should_eval(rollout_id):
+                        with timer.phase("eval"):
+                            record |= run.evaluate(rollout_id)
+                run.metrics.log(rollout_id, before | record | timer.as_metrics())
+                before = {}
+                progress.advance(task)
+        if in_flight is not None:
+            ray.get(in_flight)
+    return run.metrics.records
 
 
 def main(argv: list[str] | None = None) -> None:

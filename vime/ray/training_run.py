@@ -262,6 +262,21 @@ def guarded(run: TrainingRun) -> Iterator[None]:
                 signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def training_session(args: Namespace) -> Iterator[TrainingRun]:
+    """Start the run; around the loop, :func:`guarded`; always stop both sides (fast on Ctrl-C)."""
+    run = start_training_run(args)
+    interrupted = False
+    try:
+        with guarded(run):
+            yield run
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        run.shutdown(interrupted)
+
+
 def run_main(loop, argv: list[str] | None) -> None:
     """Entry point of train.py / train_async.py: parse, preflight, run; errors and Ctrl-C as one line."""
     from vime.preflight import PreflightError, preflight
