@@ -184,7 +184,12 @@ def build() -> dict[str, Any]:
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
-    args = parser.parse_args(["--enable-scale-out"])
+    # Routes that exist only with an option are included with it: the token route
+    # (--enable-scale-out) and the profiler's /start_profile, /stop_profile (--profiler-config).
+    profiler = json.dumps(
+        {"profiler": "torch", "torch_profiler_dir": os.path.join(os.sep, "tmp", "vime-sync-profile")}
+    )
+    args = parser.parse_args(["--enable-scale-out", "--profiler-config", profiler])
     app = build_app(args, supported_tasks=("generate",))
     spec = app.openapi()
     routes: dict[str, dict[str, Any]] = {}
