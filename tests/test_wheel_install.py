@@ -131,6 +131,14 @@ def test_contract_with_a_path_argument(installed):
     assert bad.returncode == 2 and "--custom-rm-path" in bad.stderr
 
 
+def test_a_contract_whose_default_is_a_shipped_fixture(installed):
+    """The generate contract's default hook lives in the contracts' fixtures, which ship as vime/contracts/fixtures."""
+    contract = installed["site"] / "vime" / "contracts" / "test_generate_function_contract.py"
+    done = _run(installed, "vime-contract", str(contract), "-q")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout
+
+
 def test_demo_then_gate_on_its_sync_branch(installed):
     demo_dir = installed["work"] / "demo"
     done = _run(installed, "vime-sync", "demo", "--dir", str(demo_dir))
