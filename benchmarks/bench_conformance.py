@@ -27,14 +27,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sync.conformance.check import check_calls  # noqa: E402
-from sync.conformance.extract import extract  # noqa: E402
-from sync.conformance.replay import replayable, send  # noqa: E402
-from sync.conformance.schema import load_api  # noqa: E402
-from sync.conformance.stage import check_tree, wrappers_of  # noqa: E402
-from sync.rules import load_rules  # noqa: E402
-from sync.translate import translate_tree  # noqa: E402
-from sync.translator.sources import read_git_tree  # noqa: E402
+from sync.conformance.check import check_calls
+from sync.conformance.extract import extract
+from sync.conformance.replay import replayable, send
+from sync.conformance.schema import load_api
+from sync.conformance.stage import check_tree, wrappers_of
+from sync.rules import load_rules
+from sync.translate import translate_tree
+from sync.translator.sources import read_git_tree
 
 CORE = (
     "slime/backends/sglang_utils/",

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sync.window.gitio import BlobReader, git_text, ls_tree, rev_parse  # noqa: E402
+from sync.window.gitio import BlobReader, git_text, ls_tree, rev_parse
 
 
 def _median_s(fn: Callable[[], object], repeats: int) -> float:
@@ -59,7 +59,7 @@ def main() -> None:
         else:
             path = a.repo
         commit = git_text(path, "rev-parse", "HEAD")
-        revs = [line for line in git_text(path, "rev-list", "--max-count=50", commit).splitlines()]
+        revs = git_text(path, "rev-list", "--max-count=50", commit).splitlines()
         repo = git.Repo(path)
         files = ls_tree(path, commit)
         assert _gitpython_tree(repo, commit) == files, "the two sides disagree on the tree"

@@ -20,16 +20,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import ray  # noqa: E402
-from bench_rollout import _direct, _prompts  # noqa: E402
-from transformers import AutoTokenizer  # noqa: E402
+import ray
+from bench_rollout import _direct, _prompts
+from transformers import AutoTokenizer
 
-from vime.rollout.data_source import make_data_source  # noqa: E402
-from vime.rollout.generate import build_sampling_params  # noqa: E402
-from vime.rollout.vllm_rollout import generate_rollout  # noqa: E402
-from vime.utils.arguments import parse_args  # noqa: E402
-from vime.utils.http_utils import run  # noqa: E402
-from vime.utils.tiny_model import build_tiny_model  # noqa: E402
+from vime.rollout.data_source import make_data_source
+from vime.rollout.generate import build_sampling_params
+from vime.rollout.vllm_rollout import generate_rollout
+from vime.utils.arguments import parse_args
+from vime.utils.http_utils import run
+from vime.utils.tiny_model import build_tiny_model
 
 
 def main() -> None:

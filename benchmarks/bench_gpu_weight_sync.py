@@ -37,11 +37,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vime.backends.megatron_utils.buckets import plan_buckets, specs_of  # noqa: E402
-from vime.backends.megatron_utils.weight_export import send_weights  # noqa: E402
-from vime.backends.vllm_utils.engine_client import EngineClient  # noqa: E402
-from vime.backends.vllm_utils.server_process import ServerProcess, build_server_command  # noqa: E402
-from vime.backends.vllm_utils.weight_transfer import IpcBucketSink, push_weights  # noqa: E402
+from vime.backends.megatron_utils.buckets import plan_buckets, specs_of
+from vime.backends.megatron_utils.weight_export import send_weights
+from vime.backends.vllm_utils.engine_client import EngineClient
+from vime.backends.vllm_utils.server_process import ServerProcess, build_server_command
+from vime.backends.vllm_utils.weight_transfer import IpcBucketSink, push_weights
 
 GIB = 1024**3
 QWEN2_1_5B = dict(

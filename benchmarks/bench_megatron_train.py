@@ -23,7 +23,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vime.backends.megatron_utils.hf_config import QWEN2_0_5B, ModelShape  # noqa: E402
+from vime.backends.megatron_utils.hf_config import QWEN2_0_5B, ModelShape
 
 PEAK_BF16 = 989e12
 

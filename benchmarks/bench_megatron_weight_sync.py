@@ -28,7 +28,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vime.backends.megatron_utils.hf_config import QWEN2_1_5B, ModelShape, hf_config_dict  # noqa: E402
+from vime.backends.megatron_utils.hf_config import QWEN2_1_5B, ModelShape, hf_config_dict
 
 MiB = 1 << 20
 

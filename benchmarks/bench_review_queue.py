@@ -27,19 +27,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_window import build_downstream, plan_edits, sh  # noqa: E402
+from bench_window import build_downstream, plan_edits, sh
 
-from sync.gate import run_static_checks  # noqa: E402
-from sync.gate.config import load_gate_config  # noqa: E402
-from sync.gate.regression import regression_gate  # noqa: E402
-from sync.gate.result import GateResult  # noqa: E402
-from sync.ledger import fill_downstream, load_ledger, where_is  # noqa: E402
-from sync.rules import load_rules  # noqa: E402
-from sync.translate import translate_file  # noqa: E402
-from sync.window import run_window  # noqa: E402
-from sync.window.gitio import BlobReader, ls_tree  # noqa: E402
-from sync.window.history import find_pr_commit, first_parent_log  # noqa: E402
-from sync.window.resolve import resolve_branch  # noqa: E402
+from sync.gate import run_static_checks
+from sync.gate.config import load_gate_config
+from sync.gate.regression import regression_gate
+from sync.gate.result import GateResult
+from sync.ledger import fill_downstream, load_ledger, where_is
+from sync.rules import load_rules
+from sync.translate import translate_file
+from sync.window import run_window
+from sync.window.gitio import BlobReader, ls_tree
+from sync.window.history import find_pr_commit, first_parent_log
+from sync.window.resolve import resolve_branch
 
 MARK = b"# vime:"
 

@@ -65,7 +65,9 @@ def main() -> None:
     options = parser.parse_args()
     print(f"sympy available: {HAVE_SYMPY}")
     reference = statistics.median(
-        time_per_call(plain_equality, sum(CATEGORIES.values(), []), options.rounds)
+        time_per_call(
+            plain_equality, [case for cases in CATEGORIES.values() for case in cases], options.rounds
+        )
         for _ in range(options.repeats)
     )
     print(f"{'category':<18} {'median us/answer':>17} {'x string equality':>18}")

@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sync.rules import load_rules  # noqa: E402
-from sync.translate import FileTranslation, translate_file, translate_tree  # noqa: E402
-from sync.translator.sources import read_git_tree  # noqa: E402
+from sync.rules import load_rules
+from sync.translate import FileTranslation, translate_file, translate_tree
+from sync.translator.sources import read_git_tree
 
 CORE = (
     "slime/backends/sglang_utils/",

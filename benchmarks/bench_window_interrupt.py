@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_window import FROM_PR, TO_PR, build_downstream, sh  # noqa: E402
+from bench_window import FROM_PR, TO_PR, build_downstream, sh
 
-from sync.rules import load_rules  # noqa: E402
-from sync.window.history import find_pr_commit, first_parent_log  # noqa: E402
+from sync.rules import load_rules
+from sync.window.history import find_pr_commit, first_parent_log
 
 FRACTIONS = (0.15, 0.3, 0.45)
 

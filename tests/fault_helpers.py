@@ -14,7 +14,7 @@ def _files(root: Path) -> dict[str, str]:
     out = {}
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()
-        if rel == ".git" or rel.startswith(".git/") and not rel.startswith(".git/vime-sync-cache"):
+        if rel == ".git" or (rel.startswith(".git/") and not rel.startswith(".git/vime-sync-cache")):
             continue
         if p.is_file():
             out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()

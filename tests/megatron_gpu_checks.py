@@ -21,14 +21,14 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vime.algorithms import LossConfig  # noqa: E402
-from vime.backends.megatron_utils.actor import MegatronActor, MegatronActorConfig  # noqa: E402
-from vime.backends.megatron_utils.batch import PaddedBatch  # noqa: E402
-from vime.backends.megatron_utils.hf_config import load_shape  # noqa: E402
-from vime.backends.megatron_utils.model_builder import ParallelSizes  # noqa: E402
-from vime.backends.megatron_utils.optimizer import OptimizerSettings  # noqa: E402
-from vime.backends.megatron_utils.parallel import destroy_megatron_parallel, init_megatron_parallel  # noqa: E402
-from vime.backends.megatron_utils.weight_export import export_to_hf_dir  # noqa: E402
+from vime.algorithms import LossConfig
+from vime.backends.megatron_utils.actor import MegatronActor, MegatronActorConfig
+from vime.backends.megatron_utils.batch import PaddedBatch
+from vime.backends.megatron_utils.hf_config import load_shape
+from vime.backends.megatron_utils.model_builder import ParallelSizes
+from vime.backends.megatron_utils.optimizer import OptimizerSettings
+from vime.backends.megatron_utils.parallel import destroy_megatron_parallel, init_megatron_parallel
+from vime.backends.megatron_utils.weight_export import export_to_hf_dir
 
 
 def ok(name: str, detail: str = "") -> None:

@@ -15,10 +15,10 @@ import torch
 
 pytest.importorskip("megatron.core")
 
-from megatron_cpu_support import megatron_on_cpu  # noqa: E402
+from megatron_cpu_support import megatron_on_cpu
 
-from vime.backends.train_data import TrainBatch  # noqa: E402
-from vime.utils.arguments import parse_args  # noqa: E402
+from vime.backends.train_data import TrainBatch
+from vime.utils.arguments import parse_args
 
 
 @pytest.fixture(scope="module")

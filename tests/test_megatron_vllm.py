@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("megatron.core")
 
-from megatron_cpu_support import megatron_on_cpu  # noqa: E402
+from megatron_cpu_support import megatron_on_cpu
 
 MAX_TOKENS = 16
 

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -149,7 +150,12 @@ def _upstream(root: Path) -> Path:
 class SearchServer:
     """A local stand-in for the retrieval service: POST /retrieve over a four-line corpus."""
 
-    CORPUS = ["one plus one is 2", "two plus two is 4", "three plus one is 4", "four plus four is 8"]
+    CORPUS: ClassVar[list[str]] = [
+        "one plus one is 2",
+        "two plus two is 4",
+        "three plus one is 4",
+        "four plus four is 8",
+    ]
 
     def __init__(self) -> None:
         self.queries: list[str] = []

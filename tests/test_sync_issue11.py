@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from typer.testing import CliRunner
@@ -98,7 +99,7 @@ def test_rules_can_name_more_indent_significant_files():
     from sync.window.whitespace import matcher
 
     class Rules:
-        settings = {"text": {"indent_significant": ["*.rst"]}}
+        settings: ClassVar[dict] = {"text": {"indent_significant": ["*.rst"]}}
 
     assert matcher(Rules())("docs/index.rst") and not matcher(Rules())("docs/index.md")
 

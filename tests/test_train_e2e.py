@@ -168,7 +168,7 @@ def test_debug_rollout_only_cli_writes_data_that_trains(tiny_model_dir, tmp_path
             str(_free_port()),
             "--vllm-base-port",
             str(_free_port()),
-        ],  # fmt: skip
+        ],
         cwd=root,
         capture_output=True,
         text=True,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sync.translator.vllm_imports import imports_in_tree, resolve_in_subprocess  # noqa: E402
+from sync.translator.vllm_imports import imports_in_tree, resolve_in_subprocess
 
 
 def main(argv: list[str] | None = None) -> int:

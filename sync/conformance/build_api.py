@@ -132,7 +132,7 @@ def _handler_facts(endpoint: Any) -> dict[str, Any]:
         properties = {key: {} for key in sorted(body_keys)}
         facts["body"] = {"type": "object", "properties": properties, "required": sorted(required)}
     if query:
-        facts["query"] = {name: False for name in sorted(query)}
+        facts["query"] = dict.fromkeys(sorted(query), False)
     if returns_json and response:
         facts["response"] = {"type": "object", "properties": {key: {} for key in sorted(response)}}
     return facts

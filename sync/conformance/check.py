@@ -181,7 +181,7 @@ def check_policies(
             "router-policy",
             f"vllm-router has no policy {value!r} (it has {known})",
             "ignored",
-        )  # fmt: skip
+        )
         for value, line in policies
         if value not in api.router_policies
     ]

@@ -82,7 +82,7 @@ def render_summary(ctx: ReportContext) -> str:
     lines += ["", "## Files", ""]
     file_rows = []
     for o in sorted(ctx.outcomes, key=lambda o: o.path):
-        up = o.upstream_path if o.upstream_path == o.path else o.upstream_path
+        up = o.upstream_path
         note = o.note
         if o.renamed_from:
             note = f"renamed from `{o.renamed_from}`" + (f"; {note}" if note else "")

@@ -49,7 +49,7 @@ class Narrower:
         new = self.run(statement, first, last)
         return None if new is statement else render(self.module, new, indents)
 
-    def _narrow(self, statement, node, first: int, last: int, indents: list[str]) -> str | None | bool:
+    def _narrow(self, statement, node, first: int, last: int, indents: list[str]) -> str | bool | None:
         """Transform the children one by one; False when this statement must be visited whole."""
         if (
             not isinstance(statement, NARROWABLE)

@@ -76,7 +76,7 @@ def resolve(use: ImportUse) -> Resolution:
         module = importlib.import_module(use.module)
     except ModuleNotFoundError as error:
         return Resolution(use, False, f"no module {error.name!r}")
-    except Exception as error:  # noqa: BLE001 - any import-time failure means it does not resolve
+    except Exception as error:  # any import-time failure means it does not resolve
         return Resolution(use, False, f"import failed: {type(error).__name__}: {error}")
     if use.name is None or hasattr(module, use.name):
         return Resolution(use, True, "")

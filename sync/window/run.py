@@ -109,7 +109,7 @@ class WindowRun:
     files: dict[str, bytes] = field(default_factory=dict)
     commits: list[str] = field(default_factory=list)
 
-    def translate(self, path: str, oid: str):  # noqa: ANN201 - a Translated
+    def translate(self, path: str, oid: str):  # -> a Translated
         return translate_one(path, oid, self.up_read, self.translate_fn, self.rules, self.cache)
 
 

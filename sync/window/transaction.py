@@ -46,7 +46,7 @@ class Transaction:
         self.undos.append((what, fn))
 
     def stage(self, name: str) -> None:
-        for hook in list(BOUNDARY_HOOKS):
+        for hook in list(BOUNDARY_HOOKS):  # noqa: PERF101 - a copy: a hook may remove itself
             hook(name)
 
     def rollback(self) -> None:

@@ -38,7 +38,7 @@ class FixedKLController:
 
     value: float
 
-    def update(self, current_kl: float, n_steps: int) -> None:  # noqa: ARG002 - same interface as adaptive
+    def update(self, current_kl: float, n_steps: int) -> None:  # same interface as the adaptive controller
         return None
 
 

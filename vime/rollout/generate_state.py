@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from argparse import Namespace
+from typing import ClassVar
 
 from vime.utils.args.defaults import flag_value
 
@@ -18,7 +19,7 @@ class GenerateState:
     One instance per ``args`` object (``GenerateState(args)`` returns the same one again).
     """
 
-    _instances: dict[int, GenerateState] = {}
+    _instances: ClassVar[dict[int, GenerateState]] = {}
 
     def __new__(cls, args: Namespace) -> GenerateState:
         instance = cls._instances.get(id(args))

@@ -78,7 +78,7 @@ def _corpus(rng: random.Random, n_lines: int = 4000) -> list[str]:
     for _ in range(n_lines):
         a, b = rng.randint(0, 99), rng.randint(0, 99)
         op = rng.choice("+-*")
-        result = eval(f"{a}{op}{b}")  # noqa: S307 - our own two integers and an operator
+        result = eval(f"{a}{op}{b}")  # our own two integers and an operator
         words = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(2, 8)))
         lines.append(f"What is {a}{op}{b}? {words}")
         lines.append(f"{a}{op}{b}={result}. The answer is \\boxed{{{result}}}.")
