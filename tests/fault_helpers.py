@@ -35,7 +35,7 @@ def snapshot(repo: Path) -> dict[str, object]:
     }
 
 
-def children() -> list[str]:
+def _all_children() -> list[str]:
     """Live (non-zombie) child processes of this test process."""
     me, found = os.getpid(), []
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -46,6 +46,22 @@ def children() -> list[str]:
         if int(fields[1]) == me and fields[0] != "Z":
             found.append(stat.parent.name)
     return found
+
+
+# Children the test session already had before the current test (session-scoped engines, Ray, the
+# router): in a whole-suite run they are alive throughout and are not the sync's to end.
+_BASELINE: set[str] = set()
+
+
+def record_baseline() -> None:
+    """Remember this process's live children, so that ``children()`` reports only newer ones."""
+    _BASELINE.clear()
+    _BASELINE.update(_all_children())
+
+
+def children() -> list[str]:
+    """Live (non-zombie) child processes started since ``record_baseline()`` (all, if never called)."""
+    return [pid for pid in _all_children() if pid not in _BASELINE]
 
 
 def group_alive(pgid: int) -> list[str]:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fault_helpers import children, snapshot
+from fault_helpers import children, record_baseline, snapshot
 from window_helpers import FakeRules, build_scenario, fake_translate, git
 
 from sync.window import SyncError, run_window
@@ -34,6 +34,12 @@ FAULTS = ("exception", "SIGINT", "SIGTERM")
 
 class Injected(RuntimeError):
     pass
+
+
+@pytest.fixture(autouse=True)
+def _children_baseline():
+    """Count only the children a test itself starts (the session's engines are older)."""
+    record_baseline()
 
 
 @pytest.fixture
