@@ -1,6 +1,8 @@
-"""One token-in/token-out generate call per sample, through vllm-router, with retries across engine deaths.
+"""One token-in/token-out generate call per sample, straight to an engine or via vllm-router, retried across engine deaths.
 
-A request is sent as ``POST /inference/v1/generate {token_ids, sampling_params, request_id}``; the
+With ``--rollout-routing direct`` (the default) each attempt goes to an engine picked from the
+router's worker list (``vime/rollout/engine_routing.py``); with ``router`` it goes through the
+router. A request is sent as ``POST /inference/v1/generate {token_ids, sampling_params, request_id}``; the
 answer's ``choices[0]`` carries the new token ids, their log probabilities, the finish reason
 (stop / length / abort) and the weight versions that produced them. Nothing is written on the
 Sample until an answer arrives, so a request lost to a dead engine is simply sent again (to a
@@ -16,6 +18,7 @@ import uuid
 from argparse import Namespace
 from typing import Any
 
+from vime.rollout.engine_routing import EngineRoute, engine_picker
 from vime.rollout.generate_state import GenerateState
 from vime.rollout.sampling_params import build_sampling_params as build_sampling_params  # its old home
 from vime.utils.args.defaults import flag_value
@@ -50,7 +53,7 @@ def prompt_token_ids(sample: Sample, tokenizer: Any) -> list[int]:
 
 
 async def post_generate(
-    url: str,
+    url: str | EngineRoute,
     payload: dict[str, Any],
     *,
     retry_timeout_s: float,
@@ -58,20 +61,33 @@ async def post_generate(
     headers: dict[str, str] | None = None,
     on_retry=lambda: None,
 ) -> dict[str, Any] | None:
-    """POST a generate request; retry while engines are down. None when the rollout aborted meanwhile."""
+    """POST a generate request; retry while engines are down. None when the rollout aborted meanwhile.
+
+    ``url`` is one fixed address (the router, or an engine), or an ``EngineRoute`` that picks an
+    engine per attempt: a failed attempt marks its engine, so the next one goes elsewhere.
+    """
+    route = url if isinstance(url, EngineRoute) else None
     deadline = time.monotonic() + retry_timeout_s
     delay = 0.5
     attempt = 0
     while True:
         attempt += 1
+        engine, failed = None, False
         try:
-            return await post(url, payload, headers=headers)
+            if route is not None:
+                engine = await route.acquire()
+            return await post(route.url(engine) if route else url, payload, headers=headers)
         except HTTPStatusError as exc:
             if exc.status not in RETRYABLE_STATUS:
                 raise
             error: Exception = exc
+            failed = True
         except CONNECTION_ERRORS as exc:
             error = exc
+            failed = True
+        finally:
+            if route is not None and engine is not None:
+                route.release(engine, failed=failed)
         if is_aborted():
             return None
         if time.monotonic() > deadline:
@@ -106,7 +122,7 @@ def apply_generate_output(sample: Sample, choice: dict[str, Any], tokenizer: Any
 
 
 async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, Any]) -> Sample:
-    """vime's default generate hook: one request for ``sample`` through the router (``--custom-generate-function-path`` replaces it)."""
+    """vime's default generate hook: one request for ``sample`` (``--custom-generate-function-path`` replaces it)."""
     state = GenerateState(args)
     if sample.status not in (Sample.Status.PENDING, Sample.Status.ABORTED):
         raise ValueError(
@@ -127,8 +143,12 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
     payload = {"token_ids": prompt_ids, "sampling_params": params, "request_id": f"vime-{uuid.uuid4().hex}"}
     # vllm-router's consistent_hash policy keys on x-session-id (slime: X-SMG-Routing-Key)
     headers = {"x-session-id": sample.session_id} if sample.session_id else None
+    if flag_value(args, "rollout_routing") == "router":
+        target: str | EngineRoute = router_url(args, "/inference/v1/generate")
+    else:
+        target = EngineRoute(engine_picker(router_url(args)), "/inference/v1/generate", sample.session_id)
     output = await post_generate(
-        router_url(args, "/inference/v1/generate"),
+        target,
         payload,
         headers=headers,
         retry_timeout_s=float(flag_value(args, "rollout_request_retry_timeout")),

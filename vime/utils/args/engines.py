@@ -49,3 +49,10 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         default=900.0,
         help="Seconds a generate request lost to a dead engine keeps being retried on healthy ones.",
     )
+    group.add_argument(
+        "--rollout-routing",
+        choices=("direct", "router"),
+        default="direct",
+        help="How vime's generate requests reach the engines: direct (picked here from the router's "
+        "worker list; no extra hop) or router (each request through vllm-router).",
+    )
