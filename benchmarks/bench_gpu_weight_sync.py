@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vime.backends.megatron_utils.buckets import plan_buckets, specs_of
 from vime.backends.megatron_utils.weight_export import send_weights
 from vime.backends.vllm_utils.engine_client import EngineClient
+from vime.backends.vllm_utils.ipc_views import VimeIpcSink
 from vime.backends.vllm_utils.server_process import ServerProcess, build_server_command
 from vime.backends.vllm_utils.weight_transfer import IpcBucketSink, push_weights
 
@@ -241,6 +242,93 @@ def ipc_updates(client, weights, bucket_bytes: int, api: str, repeats: int) -> d
     }
 
 
+def in_one_buffer(weights: list[tuple[str, torch.Tensor]]) -> list[tuple[str, torch.Tensor]]:
+    """The same weights as views of one contiguous buffer, as a Megatron trainer's (DDP's) parameters are."""
+    total = sum(t.numel() * t.element_size() for _, t in weights)
+    arena = torch.empty(total, dtype=torch.uint8, device="cuda")
+    out, offset = [], 0
+    for name, t in weights:
+        n = t.numel() * t.element_size()
+        view = arena[offset : offset + n].view(t.dtype).view(t.shape)
+        view.copy_(t)
+        out.append((name, view))
+        offset += n
+    return out
+
+
+def vime_updates(client, weights, repeats: int, keep: bool, bucket_bytes: int | None = None) -> dict:
+    """Through /vime/update_weights: in place (``bucket_bytes`` None) or packed into buckets first."""
+    sink = VimeIpcSink([client], keep=keep, pause_mode="abort")
+    plan = plan_buckets(specs_of(weights), bucket_bytes) if bucket_bytes else None
+    buffers: list = [None, None]
+
+    def send() -> None:
+        if plan is None:
+            sink.send_views(weights)
+        else:
+            send_weights(iter(weights), plan, sink, progress=False, buffers=buffers)
+
+    runs, results = [], []
+    for i in range(repeats + 1):  # the first records the copy plan
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        phases = push_weights([client], send, version=str(i), pause_mode="abort", sink=sink)
+        total = time.perf_counter() - started
+        results.append([a["results"][0] for a in sink.answers])
+        if i:
+            runs.append(phases | {"total": total})
+    sink.close()
+    buffers.clear()
+    torch.cuda.empty_cache()
+    nbytes = sum(t.numel() * t.element_size() for _, t in weights)
+    med = statistics.median(r["total"] for r in runs)
+    return {
+        "keep": keep,
+        "in_place": plan is None,
+        "bucket_mib": (bucket_bytes or 0) >> 20,
+        "calls": 1 if plan is None else len(plan),
+        "storages": len({t.untyped_storage().data_ptr() for _, t in weights}),
+        "bytes": nbytes,
+        "seconds_median": med,
+        "gib_s_end_to_end": nbytes / GIB / med,
+        "server_medians": {
+            k: statistics.median(r[k] for r in runs) for k in runs[0] if k.startswith("server_")
+        },
+        "first_call": results[0],
+        "last_call": results[-1],
+        "runs": runs,
+    }
+
+
+def asleep_update(client, weights, repeats: int) -> dict:
+    """The colocated cycle's update: engine asleep at level 2, weights woken, in-place update, KV woken."""
+    sink = VimeIpcSink([client], keep=True, pause_mode="abort")
+    runs = []
+    for i in range(repeats + 1):
+        client.sleep(2)
+        client.wake_up(["weights"])
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        phases = push_weights([client], lambda: sink.send_views(weights), version=f"s{i}", sink=sink)
+        update = time.perf_counter() - started
+        paused = sink.answers[-1]["paused"]
+        mark = time.perf_counter()
+        client.wake_up(["kv_cache"])
+        if i:
+            runs.append(phases | {"total": update, "wake_kv": time.perf_counter() - mark, "paused": paused})
+    sink.close()
+    nbytes = sum(t.numel() * t.element_size() for _, t in weights)
+    med = statistics.median(r["total"] for r in runs)
+    return {
+        "seconds_median": med,
+        "gib_s_end_to_end": nbytes / GIB / med,
+        "server_medians": {
+            k: statistics.median(r[k] for r in runs) for k in runs[0] if k.startswith("server_")
+        },
+        "runs": runs,
+    }
+
+
 def disk_updates(client, model, dest: Path, repeats: int) -> dict:
     runs = []
     for _ in range(repeats):
@@ -377,6 +465,17 @@ def main() -> None:
         section("ppo_kl_step0", lambda: ppo_kl(model_b, sample(client)))
         section("ipc_collective_rpc", ipc_updates, client, weights, bucket, "collective-rpc", opts.repeats)
         section("greedy_b_rpc", greedy, client)
+        section("vime_in_place_kept", vime_updates, client, weights, opts.repeats, True)
+        section("greedy_b_vime", greedy, client)
+        arena = in_one_buffer(weights)
+        section("vime_in_place_one_buffer", vime_updates, client, arena, opts.repeats, False)
+        section("vime_in_place_one_buffer_kept", vime_updates, client, arena, opts.repeats, True)
+        section("vime_packed_512", vime_updates, client, weights, opts.repeats, True, bucket)
+        section("vime_packed_whole", vime_updates, client, weights, opts.repeats, True, 4 * GIB)
+        section("vime_asleep_cycle", asleep_update, client, arena, opts.repeats)
+        section("greedy_b_vime_cycle", greedy, client)
+        del arena
+        torch.cuda.empty_cache()
         sweep = {}
         for mib in [int(x) for x in opts.sweep.split(",") if x]:
             sweep[mib] = section(
@@ -408,7 +507,10 @@ def main() -> None:
             result["errors"]["fresh_engine"] = f"{type(exc).__name__}: {exc}"[:2000]
     fresh = result.get("greedy_b_fresh")
     checks = {}
-    for key in ("greedy_b_ipc", "greedy_b_rpc", "greedy_b_disk", "greedy_b_after_cycle"):
+    for key in (
+        "greedy_b_ipc", "greedy_b_rpc", "greedy_b_vime", "greedy_b_vime_cycle", "greedy_b_disk",
+        "greedy_b_after_cycle",
+    ):  # fmt: skip
         got = result.get(key)
         if got and fresh:
             checks[key] = {
@@ -444,6 +546,16 @@ def summary(r: dict) -> None:
             f"{key:22s} bucket {g(key, 'bucket_mib', '{}')} MiB: {g(key, 'seconds_median')} s end to end "
             f"({g(key, 'gib_s_end_to_end', '{:.1f}')} GiB/s), send only {g(key, 'send_seconds_median')} s "
             f"({g(key, 'gib_s_send_only', '{:.1f}')} GiB/s)"
+        )
+    copy = (r.get("d2d_copy") or {}).get("seconds")
+    for key in [k for k in r if k.startswith("vime_")]:
+        v = r.get(key) or {}
+        share = (
+            f"{copy / v['seconds_median']:.1%} of the copy rate" if copy and v.get("seconds_median") else ""
+        )
+        print(
+            f"{key:30s}: {g(key, 'seconds_median', '{:.4f}')} s end to end ({g(key, 'gib_s_end_to_end', '{:.0f}')} "
+            f"GiB/s, {share}); server {v.get('server_medians')}"
         )
     print(
         f"disk: {g('disk', 'seconds_median')} s (write {g('disk', 'write_median')}, reload {g('disk', 'reload_median')})"

@@ -100,3 +100,70 @@ def test_ipc_update_equals_fresh_engine(tiny_model_dir, tiny_model_dir_seed1, tm
         assert [t for t, _ in answers] == [t for t, _ in reference], name
         for (_, lp), (_, ref_lp) in zip(answers, reference, strict=True):
             assert max(abs(a - b) for a, b in zip(lp, ref_lp, strict=True)) < 1e-3, name
+
+
+def test_vime_route_updates_in_place_equal_fresh_engines(tiny_model_dir, tiny_model_dir_seed1, tmp_path):
+    """``/vime/update_weights``: the engine copies from the trainer's own parameters (recorded, then replayed)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from vime.backends.megatron_utils.buckets import plan_buckets, specs_of
+    from vime.backends.megatron_utils.weight_export import send_weights
+    from vime.backends.vllm_utils.ipc_views import VimeIpcSink
+    from vime.backends.vllm_utils.weight_transfer import push_weights
+    from vime.utils.http_utils import allocate_ports
+
+    port, fresh_port = allocate_ports(2, start=17200)
+    trainer = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).to("cuda")
+    b = AutoModelForCausalLM.from_pretrained(tiny_model_dir_seed1, dtype=torch.float32).to("cuda")
+    weights = [(k, v.detach()) for k, v in trainer.state_dict().items()]
+    weights_b = dict(b.state_dict())
+
+    def become(source: dict) -> None:
+        with torch.no_grad():
+            for name, tensor in weights:
+                tensor.copy_(source[name])
+
+    weights_a = {k: v.clone() for k, v in weights}
+    server, client = _engine(tiny_model_dir, port, tmp_path / "engine.log", ["--enable-sleep-mode"])
+    got, stats = {}, {}
+    try:
+        assert client.has_vime_routes()
+        before = _answers(client)
+        kept = VimeIpcSink([client], keep=True)
+        push_weights([client], lambda: kept.send_views(weights), "a", sink=kept)
+        stats["recorded"] = kept.answers[-1]["results"][0]
+        got["recorded load of A"] = _answers(client)
+        become(weights_b)
+        push_weights([client], lambda: kept.send_views(weights), "b", sink=kept)
+        stats["replayed"] = kept.answers[-1]["results"][0]
+        got["replay of B"] = _answers(client)
+        become(weights_a)
+        packed = VimeIpcSink([client], keep=False)
+        plan = plan_buckets(specs_of(weights), 64 << 10)
+        push_weights([client], lambda: send_weights(iter(weights), plan, packed, progress=False), sink=packed)
+        got["packed buckets of A"] = _answers(client)
+        client.sleep(2)
+        client.wake_up(["weights"])
+        become(weights_b)
+        push_weights([client], lambda: kept.send_views(weights), "b2", sink=kept)
+        stats["asleep"] = kept.answers[-1]
+        client.wake_up(["kv_cache"])
+        got["level-2 cycle, B"] = _answers(client)
+        kept.close()
+    finally:
+        server.stop()
+    fresh_server, fresh = _engine(tiny_model_dir_seed1, fresh_port, tmp_path / "fresh.log", [])
+    try:
+        reference = _answers(fresh)
+    finally:
+        fresh_server.stop()
+    assert stats["recorded"]["recorded"] and stats["recorded"]["replayable"], stats
+    assert not stats["replayed"]["recorded"] and stats["replayed"]["opened"] == 0, stats
+    assert stats["asleep"]["paused"] is False  # /sleep had paused it and cleared its caches
+    assert [t for t, _ in before] != [t for t, _ in reference]
+    for name, answers in got.items():
+        expected = before if "of A" in name else reference
+        assert [t for t, _ in answers] == [t for t, _ in expected], name
+        for (_, lp), (_, ref_lp) in zip(answers, expected, strict=True):
+            assert max(abs(x - y) for x, y in zip(lp, ref_lp, strict=True)) < 1e-3, name

@@ -88,6 +88,7 @@ class TrainRayActor:
     ) -> dict[str, float]:
         """``ipc`` / ``nccl``: every rank calls this (gathers are collective); ranks given ``urls`` drive
         the engines: pause, send the buckets, reset prefix caches, tag the version, resume."""
+        from vime.backends.vllm_utils.ipc_views import VimeIpcSink
         from vime.backends.vllm_utils.weight_transfer import (
             IpcBucketSink,
             has_weight_transfer_api,
@@ -101,11 +102,14 @@ class TrainRayActor:
         clients = self._clients(urls)
         if mode == "ipc":
             api = options.get("api") or "auto"
-            if api == "auto":
+            if api == "auto" and all(c.has_vime_routes() for c in clients):
+                api = "vime"
+            elif api == "auto":
                 api = "weight-transfer" if has_weight_transfer_api(clients[0].routes()) else "collective-rpc"
                 if api == "weight-transfer" and not options.get("engines_have_ipc_backend", True):
                     api = "collective-rpc"
-            sink = IpcBucketSink(clients, api)
+            # vime's route: storages not kept open, a colocated trainer offloads (frees) them between updates
+            sink = VimeIpcSink(clients, keep=False) if api == "vime" else IpcBucketSink(clients, api)
         elif mode == "nccl":
             sink = self._nccl_sink(clients, options)
         else:
@@ -115,7 +119,7 @@ class TrainRayActor:
         def send() -> None:
             sent["bytes"] = self.backend.send_weights(sink, bucket_bytes)
 
-        seconds = push_weights(clients, send, version, options.get("pause_mode", "wait"))
+        seconds = push_weights(clients, send, version, options.get("pause_mode", "wait"), sink=sink)
         return {f"weight_sync/{k}_s": v for k, v in seconds.items()} | {
             "weight_sync/bytes": float(sent["bytes"]),
             "weight_sync/buckets": float(getattr(sink, "buckets", 0)),
@@ -240,9 +244,7 @@ class TrainGroup:
             assigned = [urls] + [[] for _ in range(ranks - 1)]
         options = {
             "bucket_bytes": self.args.update_weight_buffer_size,
-            "api": {"weight-transfer": "weight-transfer", "collective-rpc": "collective-rpc"}.get(
-                getattr(self.args, "weight_sync_api", "auto"), "auto"
-            ),
+            "api": getattr(self.args, "weight_sync_api", "auto") or "auto",
             "engine_world_size": getattr(self.args, "rollout_num_gpus_per_engine", 1),
         }
         version = str(self.weight_version)

@@ -131,6 +131,33 @@ class WeightExporter:
         self.views = hf_views(model, shape) if tp1 else None
         self.buffers: list[torch.Tensor | None] = [None, None]
 
+    def in_place(self) -> list[tuple[str, torch.Tensor]]:
+        """The HF tensors as views of the parameters, in their HF shapes.
+
+        q/k/v views keep a [groups, rows, ...] shape that no strided view of the packed parameter has in
+        HF's 2-D form, so those alone are copied, into one buffer made for this update.
+        """
+        metas = [m for bucket in self.plan for m in bucket]
+        reshaped = [
+            i
+            for i, ((_, v), m) in enumerate(zip(self.views, metas, strict=True))
+            if tuple(v.shape) != m.shape
+        ]
+        out = list(self.views)
+        if reshaped:
+            first = self.views[reshaped[0]][1]
+            scratch = torch.empty(
+                sum(metas[i].nbytes for i in reshaped), dtype=torch.uint8, device=first.device
+            )
+            offset = 0
+            for i in reshaped:
+                name, view = self.views[i]
+                target = scratch[offset : offset + metas[i].nbytes].view(view.dtype).view(metas[i].shape)
+                target.view(view.shape).copy_(view)
+                out[i] = (name, target)
+                offset += metas[i].nbytes
+        return out
+
     def tensors(self) -> Iterable[tuple[str, torch.Tensor]]:
         return iter(self.views) if self.views is not None else iter_hf_tensors(self.model, self.shape)
 
@@ -140,6 +167,8 @@ class WeightExporter:
         if parallel_state.get_data_parallel_rank() != 0:
             return 0
         if is_weight_source():
+            if self.views is not None and getattr(sink, "takes_views", False):
+                return sink.send_views(self.in_place())  # no packing: the engine copies from the parameters
             return send_weights(self.tensors(), self.plan, sink, buffers=self.buffers, **kwargs)
         for _ in self.tensors():  # take part in the tensor-parallel gathers
             pass

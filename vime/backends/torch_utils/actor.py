@@ -167,6 +167,8 @@ class TorchTrainBackend(TrainBackend):
             for k, v in model.state_dict().items()
             if not (tied and k == "lm_head.weight")  # the engine ties it to the embedding itself
         ]
+        if getattr(sink, "takes_views", False) and all(t.is_cuda for _, t in named):
+            return sink.send_views(named)  # no packing: the engine copies from the parameters
         plan = plan_buckets(specs_of(named), bucket_bytes)
         return send_weights(iter(named), plan, sink, device="cuda", progress=False)
 

@@ -41,6 +41,7 @@ class EngineClient:
         self.timeout_s = timeout_s
         self._http = requests.Session()
         self._routes: set[str] | None = None
+        self._vime_routes: bool | None = None
 
     def _call(
         self, method: str, route: str, *, json: Any = None, params: dict | None = None, timeout=None
@@ -68,6 +69,18 @@ class EngineClient:
             spec = self._call("GET", "/openapi.json", timeout=30) or {}
             self._routes = set((spec.get("paths") or {}).keys()) if isinstance(spec, dict) else set()
         return self._routes
+
+    def has_vime_routes(self) -> bool:
+        """Whether the server runs vime's ``/vime/*`` routes (servers vime starts do; others may not)."""
+        if self._vime_routes is None:
+            try:
+                answer = self._http.get(f"{self.url}/vime/info", timeout=30)
+                self._vime_routes = answer.status_code == 200 and "/vime/update_weights" in answer.json().get(
+                    "routes", []
+                )
+            except (requests.RequestException, ValueError):
+                self._vime_routes = False
+        return self._vime_routes
 
     # ----- liveness and load --------------------------------------------------------------------
     def health(self, timeout_s: float = 10.0) -> bool:
@@ -123,6 +136,23 @@ class EngineClient:
         )
         return (answer or {}).get("results")
 
+    def vime_update_weights(
+        self,
+        method: str,
+        kwargs: dict[str, Any] | None = None,
+        *,
+        pause: str = "auto",
+        pause_mode: str = "wait",
+        resume: str | bool = "auto",
+        version: str | None = None,
+    ) -> dict[str, Any]:
+        """Pause → worker ``method`` → tag ``version`` → resume, in one call (``server_routes``)."""
+        body = {"method": method, "kwargs": kwargs or {}, "pause": pause, "pause_mode": pause_mode}
+        body["resume"] = resume
+        if version is not None:
+            body["version"] = str(version)
+        return self._call("POST", "/vime/update_weights", json=body)
+
     def reload_weights_from_disk(self, path: str) -> None:
         """Load the safetensors checkpoint in directory ``path`` into the running model, in place."""
         self.collective_rpc("vime_reload_weights", {"weights_path": str(path)})
@@ -149,7 +179,19 @@ class EngineClient:
     def update_weights_from_disk(
         self, path: str, version: str | None = None, pause_mode: str = "wait"
     ) -> None:
-        """Pause → reload → reset prefix cache → tag version → resume, so no request mixes weights silently."""
+        """Pause → reload → reset prefix cache → tag version → resume, so no request mixes weights silently.
+
+        One call on servers with vime's routes (the pause clears the prefix cache), five otherwise.
+        """
+        if self.has_vime_routes():
+            self.vime_update_weights(
+                "vime_reload_weights",
+                {"weights_path": str(path)},
+                pause="always",
+                pause_mode=pause_mode,
+                version=version,
+            )
+            return
         self.pause(pause_mode)
         try:
             self.reload_weights_from_disk(path)

@@ -22,6 +22,7 @@ import requests
 from vime.backends.vllm_utils.process_guard import kill_group, process_alive
 
 WORKER_EXTENSION = "vime.backends.vllm_utils.worker_extension.VimeWorkerExtension"
+VIME_ROUTES = "vime.backends.vllm_utils.server_routes.VimeRoutes"
 
 
 class EngineStartError(RuntimeError):
@@ -43,6 +44,8 @@ def build_server_command(model_path: str, host: str, port: int, extra_args: list
         *_scale_out_flag(extra_args),
         "--worker-extension-cls",
         WORKER_EXTENSION,
+        "--middleware",
+        VIME_ROUTES,  # /vime/update_weights: a weight update in one call (server_routes.py)
         *extra_args,
     ]
 

@@ -219,11 +219,19 @@ def push_weights(
     send: Callable[[], Any],
     version: str | None = None,
     pause_mode: str = "wait",
+    sink: Any = None,
 ) -> dict[str, float]:
     """Pause → ``send()`` → reset prefix cache → tag version (where the server can) → resume.
 
-    Returns seconds per phase (``pause``, ``send``, ``reset``, ``resume``), for the step record.
+    Returns seconds per phase (``pause``, ``send``, ``reset``, ``resume``), for the step record. A
+    sink that ``controls_pause`` (``ipc_views.VimeIpcSink``) does all of that inside its calls; then
+    the phases are ``send`` and the servers' own ``server_pause`` / ``server_rpc`` / ``server_resume``.
     """
+    if getattr(sink, "controls_pause", False):
+        sink.version, sink.pause_mode = (None if version is None else str(version)), pause_mode
+        started = time.perf_counter()
+        send()
+        return {"send": time.perf_counter() - started} | {f"server_{k}": v for k, v in sink.seconds.items()}
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     _fanout(clients, lambda c: c.pause(pause_mode))

@@ -25,6 +25,10 @@ def _safetensors_files(weights_path: str) -> list[Path]:
 class VimeWorkerExtension:
     """Mixed into vLLM's worker class; ``self.model_runner`` is the worker's model runner."""
 
+    # Per worker: copy plans by layout, and the trainer's storages opened through IPC by handle.
+    _vime_plans: dict
+    _vime_storages: dict
+
     def vime_reload_weights(self, weights_path: str) -> int:
         """Load a Hugging Face safetensors checkpoint into the running model, in place; return #files.
 
@@ -51,6 +55,94 @@ class VimeWorkerExtension:
         model.load_weights(weights=weights)
         torch.cuda.synchronize()
         return len(weights)
+
+    def vime_load_ipc(self, payload: str) -> dict:
+        """Load tensors the trainer shares in place (views of its own storages, no packing); returns stats.
+
+        ``payload`` is the JSON of ``weight_transfer.ipc_views_payload``: per storage its pickled IPC
+        handle, per tensor its name, storage, element offset, shape, stride and dtype. The first update
+        of a layout runs ``load_weights`` and records its copies (``copy_plan``); later ones replay them
+        in one batch. Storages marked ``keep`` stay open for the next update (the trainer promises
+        they live on, e.g. its parameters); the others are closed before this returns.
+        """
+        import torch
+
+        from vime.backends.vllm_utils.copy_plan import SourceSpec, record_load
+
+        info = json.loads(payload)
+        device = torch.device("cuda", torch.cuda.current_device())
+        plans = self.__dict__.setdefault("_vime_plans", {})
+        cache = self.__dict__.setdefault("_vime_storages", {})
+        if any(k[0] != info["owner"] for k in cache):  # kept for an earlier sender (a restarted trainer)
+            self.vime_release_ipc()
+        storages, opened = [], 0
+        for entry in info["storages"]:
+            key = (info["owner"], entry["key"])
+            storage = cache.get(key) if entry["keep"] else None
+            if storage is None:
+                storage = open_ipc_storage(entry["handle"], device.index)
+                opened += 1
+                if entry["keep"]:
+                    cache[key] = storage
+            storages.append(storage)
+        specs = [
+            SourceSpec(
+                t["storage"], t["offset"], tuple(t["shape"]), tuple(t["stride"]), getattr(torch, t["dtype"])
+            )
+            for t in info["tensors"]
+        ]
+        layout = (
+            tuple(t["name"] for t in info["tensors"]),
+            tuple(specs),
+            tuple(s.nbytes() for s in storages),
+        )
+        plan = plans.get(layout)
+        recorded = plan is None
+        model = self.model_runner.model
+        model = model.unwrap() if hasattr(model, "unwrap") else model
+        if plan is not None and plan.replayable:
+            plan.replay(storages, device, keep_views=all(e["keep"] for e in info["storages"]))
+        else:
+            names = [t["name"] for t in info["tensors"]]
+            weights = [(n, spec.view(storages, device)) for n, spec in zip(names, specs, strict=True)]
+            if recorded:
+                plan = record_load(
+                    lambda: model.load_weights(weights=weights), storages, list(model.parameters())
+                )
+                plans[layout] = plan
+            else:
+                model.load_weights(weights=weights)
+        torch.cuda.current_stream().synchronize()  # the trainer may write its memory again once we return
+        del storages
+        return {
+            "tensors": len(specs),
+            "copies": len(plan.targets),
+            "recorded": recorded,
+            "replayable": plan.replayable,
+            "why_not": plan.why_not,
+            "opened": opened,
+        }
+
+    def vime_release_ipc(self) -> int:
+        """Close every trainer storage kept open by ``vime_load_ipc`` (the trainer frees or moves them)."""
+        import torch
+
+        cache = self.__dict__.setdefault("_vime_storages", {})
+        closed = len(cache)
+        cache.clear()
+        for plan in self.__dict__.setdefault("_vime_plans", {}).values():
+            plan.forget_views()
+        torch.cuda.synchronize()
+        return closed
+
+
+def open_ipc_storage(handle_b64: str, device_index: int):
+    """The trainer's storage behind a pickled ``reduce_tensor`` handle, mapped into this process."""
+    from torch.multiprocessing.reductions import rebuild_cuda_tensor
+
+    args = list(pickle.loads(base64.b64decode(handle_b64)))
+    args[6] = device_index  # the sender's device index means nothing in this process
+    return rebuild_cuda_tensor(*args).untyped_storage()
 
 
 def rebuild_ipc_bucket(info: dict, device_index: int) -> list:

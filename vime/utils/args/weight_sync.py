@@ -24,11 +24,13 @@ def add_weight_sync_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--weight-sync-api",
-        choices=("auto", "weight-transfer", "collective-rpc"),
+        choices=("auto", "vime", "weight-transfer", "collective-rpc"),
         default="auto",
-        help="ipc only: vLLM's weight-transfer routes (/update_weights, engines started with "
-        "--weight-transfer-config ipc) or vime's worker extension over /collective_rpc. auto: the "
-        "weight-transfer routes when the server lists them in /openapi.json.",
+        help="ipc only: vime's /vime/update_weights route (one call per update; the engine copies from "
+        "the trainer's parameters in place), vLLM's weight-transfer routes (/update_weights, engines "
+        "started with --weight-transfer-config ipc) or vime's worker extension over /collective_rpc. "
+        "auto: vime's route on servers vime started, else the weight-transfer routes when the server "
+        "lists them in /openapi.json.",
     )
     g.add_argument(
         "--rollout-sleep-level",
