@@ -59,10 +59,10 @@ class VimeWorkerExtension:
     def vime_load_ipc(self, payload: str) -> dict:
         """Load tensors the trainer shares in place (views of its own storages, no packing); returns stats.
 
-        ``payload`` is the JSON of ``weight_transfer.ipc_views_payload``: per storage its pickled IPC
+        ``payload`` is the JSON of ``ipc_views.views_payload``: per storage its pickled IPC
         handle, per tensor its name, storage, element offset, shape, stride and dtype. The first update
         of a layout runs ``load_weights`` and records its copies (``copy_plan``); later ones replay them
-        in one batch. Storages marked ``keep`` stay open for the next update (the trainer promises
+        in one batch; a layout seen before may come by name only. Storages marked ``keep`` stay open for the next update (the trainer promises
         they live on, e.g. its parameters); the others are closed before this returns.
         """
         import torch
@@ -72,9 +72,28 @@ class VimeWorkerExtension:
         info = json.loads(payload)
         device = torch.device("cuda", torch.cuda.current_device())
         plans = self.__dict__.setdefault("_vime_plans", {})
+        layouts = self.__dict__.setdefault("_vime_layouts", {})
         cache = self.__dict__.setdefault("_vime_storages", {})
         if any(k[0] != info["owner"] for k in cache):  # kept for an earlier sender (a restarted trainer)
             self.vime_release_ipc()
+        named = (info["owner"], info["layout"])
+        if "tensors" in info:
+            names = [t["name"] for t in info["tensors"]]
+            specs = [
+                SourceSpec(
+                    t["storage"],
+                    t["offset"],
+                    tuple(t["shape"]),
+                    tuple(t["stride"]),
+                    getattr(torch, t["dtype"]),
+                )
+                for t in info["tensors"]
+            ]
+            layouts[named] = (names, specs)
+        elif named in layouts:
+            names, specs = layouts[named][:2]
+        else:  # sent by name, but this process has not seen it (it restarted): ask for all of it
+            return {"unknown_layout": True}
         storages, opened = [], 0
         for entry in info["storages"]:
             key = (info["owner"], entry["key"])
@@ -85,25 +104,19 @@ class VimeWorkerExtension:
                 if entry["keep"]:
                     cache[key] = storage
             storages.append(storage)
-        specs = [
-            SourceSpec(
-                t["storage"], t["offset"], tuple(t["shape"]), tuple(t["stride"]), getattr(torch, t["dtype"])
-            )
-            for t in info["tensors"]
-        ]
-        layout = (
-            tuple(t["name"] for t in info["tensors"]),
-            tuple(specs),
-            tuple(s.nbytes() for s in storages),
-        )
-        plan = plans.get(layout)
+        sizes = tuple(s.nbytes() for s in storages)
+        known = layouts[named]
+        if len(known) == 4 and known[3] == sizes:
+            plan = known[2]  # by name: no hashing of hundreds of specs
+        else:
+            layout = (tuple(names), tuple(specs), sizes)
+            plan = plans.get(layout)
         recorded = plan is None
         model = self.model_runner.model
         model = model.unwrap() if hasattr(model, "unwrap") else model
         if plan is not None and plan.replayable:
             plan.replay(storages, device, keep_views=all(e["keep"] for e in info["storages"]))
         else:
-            names = [t["name"] for t in info["tensors"]]
             weights = [(n, spec.view(storages, device)) for n, spec in zip(names, specs, strict=True)]
             if recorded:
                 plan = record_load(
@@ -112,6 +125,7 @@ class VimeWorkerExtension:
                 plans[layout] = plan
             else:
                 model.load_weights(weights=weights)
+        layouts[named] = (names, specs, plan, sizes)
         torch.cuda.current_stream().synchronize()  # the trainer may write its memory again once we return
         del storages
         return {
@@ -130,6 +144,7 @@ class VimeWorkerExtension:
         cache = self.__dict__.setdefault("_vime_storages", {})
         closed = len(cache)
         cache.clear()
+        self.__dict__.setdefault("_vime_layouts", {}).clear()
         for plan in self.__dict__.setdefault("_vime_plans", {}).values():
             plan.forget_views()
         torch.cuda.synchronize()
