@@ -1,8 +1,10 @@
 """vllm-router in front of the engines: start it (under the same guard as engines) and keep its worker list.
 
-Generation goes through the router; control calls go to each engine directly. Engines are
-registered only once they are healthy (``/add_worker`` blocks until the worker answers) and are
-removed while they restart, so the router never sends a request to a dead engine for long.
+The router is the registry of healthy engines: vime's generate requests read its worker list and go
+to the engines directly (``--rollout-routing direct``) or through it (``router``); control calls go
+to each engine directly. Engines are registered only once they are healthy (``/add_worker`` blocks
+until the worker answers) and are removed while they restart, so neither path sends requests to a
+dead engine for long.
 """
 
 from __future__ import annotations
