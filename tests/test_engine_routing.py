@@ -11,7 +11,13 @@ from collections import Counter
 
 import pytest
 
-from vime.rollout.engine_routing import EnginePicker, NoEngineError, least_in_flight, rendezvous_pick
+from vime.rollout.engine_routing import (
+    EnginePicker,
+    NoEngineError,
+    least_in_flight,
+    listed_engines,
+    rendezvous_pick,
+)
 from vime.utils.http_utils import run
 
 ENGINES = [f"http://127.0.0.1:{15000 + i}" for i in range(4)]
@@ -150,3 +156,13 @@ def test_router_errors_keep_the_old_list_and_no_list_is_retryable():
 
     first, kept, itself = run(scenario())
     assert first == kept == ENGINES[0] and itself == "http://router:1"
+
+
+def test_the_worker_list_keeps_healthy_engines_or_else_all_listed():
+    def worker(port: int, healthy: bool) -> dict:
+        return {"url": f"http://127.0.0.1:{port}/", "is_healthy": healthy, "load": 0}
+
+    answer = {"workers": [worker(1, True), worker(2, False), worker(3, True)], "total": 3}
+    assert listed_engines(answer) == ["http://127.0.0.1:1", "http://127.0.0.1:3"]
+    assert listed_engines({"workers": [worker(2, False)]}) == ["http://127.0.0.1:2"]
+    assert listed_engines({"workers": []}) == listed_engines("not json") == []

@@ -60,16 +60,26 @@ def least_in_flight(urls: Sequence[str], in_flight: Mapping[str, int], turn: int
     return ties[turn % len(ties)]
 
 
+def listed_engines(answer: object) -> list[str]:
+    """The engine urls of a ``GET /workers`` answer: those the router thinks healthy, else all listed.
+
+    The router's own health checks can call a busy engine unhealthy; with none healthy, trying the
+    listed ones (a failure marks them) beats waiting for the router to change its mind.
+    """
+    workers = (answer.get("workers") or []) if isinstance(answer, dict) else []
+    healthy = [w["url"].rstrip("/") for w in workers if w.get("is_healthy", True)]
+    return healthy or [w["url"].rstrip("/") for w in workers]
+
+
 async def router_workers(router_url: str) -> list[str] | None:
-    """The healthy engines the router lists; None when ``router_url`` is no router (no ``/workers``)."""
+    """The engines the router lists (``listed_engines``); None when ``router_url`` is no router (no ``/workers``)."""
     try:
         answer = await get(f"{router_url}/workers", timeout=10)
     except HTTPStatusError as exc:
         if exc.status == 404:
             return None
         raise
-    workers = answer.get("workers", []) if isinstance(answer, dict) else []
-    return [w["url"].rstrip("/") for w in workers if w.get("is_healthy", True)]
+    return listed_engines(answer)
 
 
 class EnginePicker:
