@@ -148,9 +148,15 @@ def test_router_errors_keep_the_old_list_and_no_list_is_retryable():
         empty, _ = _picker([ConnectionRefusedError("router down")], clock)
         with pytest.raises(NoEngineError):
             await empty.acquire()
-        none_listed, _ = _picker([[]], clock)
-        with pytest.raises(ConnectionError):  # what post_generate retries
+        none_listed, fetches = _picker([[]], clock)
+        for _ in range(3):
+            with pytest.raises(ConnectionError):  # what post_generate retries
+                await none_listed.acquire()
+        assert fetches[0] == 1  # retries right after an empty list do not ask the router again
+        clock.now += 1.0
+        with pytest.raises(ConnectionError):
             await none_listed.acquire()
+        assert fetches[0] == 2
         engine_itself, _ = _picker([None], clock)  # the address has no /workers: it is an engine
         return first, kept, await engine_itself.acquire()
 

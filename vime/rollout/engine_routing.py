@@ -115,9 +115,10 @@ class EnginePicker:
     # ----- the list ------------------------------------------------------------------------------
     def _stale(self) -> bool:
         age = self._clock() - self._fetched_at
-        if age >= self.refresh_s or not self.urls:
+        if age >= self.refresh_s:
             return True
-        return self._fetched_at <= self._failed_at and age >= MIN_FORCED_REFRESH_S
+        # an empty list or a failure since the last read: read again, but not on every retry
+        return (not self.urls or self._fetched_at <= self._failed_at) and age >= MIN_FORCED_REFRESH_S
 
     async def refresh(self) -> list[str]:
         """Read the engine list from the router if it is stale; on a router error keep the old one."""
