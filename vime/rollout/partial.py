@@ -48,8 +48,9 @@ async def abort_in_flight(args: Namespace, state: Any, rollout_id: int) -> list[
     urls = await engine_urls(args) if state.pendings else []
     partial: list[list[Sample]] = []
     while state.pendings:
-        # Abort again until every request of ours has come back: one that was still on its way
-        # through the router when the first abort landed would otherwise run to the end.
+        # Abort again until every request of ours has come back: one that was still on its way to
+        # its engine (directly or through the router) when the first abort landed would otherwise
+        # run to the end.
         await abort_all(urls)
         done, state.pendings = await asyncio.wait(state.pendings, timeout=_REABORT_S)
         if not getattr(args, "partial_rollout", False):
