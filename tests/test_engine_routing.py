@@ -14,8 +14,10 @@ import pytest
 from vime.rollout.engine_routing import (
     EnginePicker,
     NoEngineError,
+    bounded_affinity_pick,
     least_in_flight,
     listed_engines,
+    prompt_affinity,
     rendezvous_pick,
 )
 from vime.utils.http_utils import run
@@ -172,3 +174,30 @@ def test_the_worker_list_keeps_healthy_engines_or_else_all_listed():
     assert listed_engines(answer) == ["http://127.0.0.1:1", "http://127.0.0.1:3"]
     assert listed_engines({"workers": [worker(2, False)]}) == ["http://127.0.0.1:2"]
     assert listed_engines({"workers": []}) == listed_engines("not json") == []
+
+
+def test_a_prompts_samples_share_an_engine_within_a_bounded_load():
+    assert prompt_affinity([1, 2, 3]) == prompt_affinity([1, 2, 3]) != prompt_affinity([1, 2, 33])
+    quiet = {bounded_affinity_pick("prompt-a", ENGINES, {}) for _ in range(5)}
+    assert quiet == {rendezvous_pick("prompt-a", ENGINES)}
+
+    async def grpo_burst():  # 16 prompts x 8 samples submitted at once, nothing answered yet
+        picker, _ = _picker([ENGINES])
+        return [
+            (prompt, await picker.acquire(affinity=f"prompt-{prompt}"))
+            for prompt in range(16)
+            for _ in range(8)
+        ]
+
+    picks = run(grpo_burst())
+    load = Counter(url for _, url in picks)
+    assert max(load.values()) - min(load.values()) <= 16  # no engine queues up
+    engines_per_prompt = [len({url for p, url in picks if p == prompt}) for prompt in range(16)]
+    assert sum(n == 1 for n in engines_per_prompt) >= 12  # most groups stay on one engine
+    home = rendezvous_pick("prompt-a", ENGINES)
+    busy = dict.fromkeys(ENGINES, 100) | {home: 124}
+    assert bounded_affinity_pick("prompt-a", ENGINES, busy) == home  # 125 is 25 % over the least loaded
+    assert bounded_affinity_pick("prompt-a", ENGINES, busy | {home: 125}) != home
+    idle = dict.fromkeys(ENGINES, 0)
+    assert bounded_affinity_pick("prompt-a", ENGINES, idle | {home: 15}) == home
+    assert bounded_affinity_pick("prompt-a", ENGINES, idle | {home: 16}) != home

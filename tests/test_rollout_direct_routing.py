@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from collections.abc import Sequence
 
 import pytest
 from aiohttp import web
 
 from vime.ray.router_process import RouterProcess
-from vime.rollout.engine_routing import engine_picker
+from vime.rollout.engine_routing import engine_picker, rendezvous_pick
 from vime.rollout.generate import generate
 from vime.rollout.generate_state import GenerateState
 from vime.rollout.sampling_params import build_sampling_params
@@ -38,12 +39,11 @@ async def _healthy_then_gone(port: int) -> web.AppRunner:
     return runner
 
 
-def _generate_all(args, count: int, keyed: bool) -> list[Sample]:
+def _generate_all(args, count: int, session_ids: Sequence[str] = ()) -> list[Sample]:
+    """``count`` samples at once, the first ones keyed by ``session_ids``."""
     params = dict(build_sampling_params(args), max_tokens=4)
-    samples = [
-        Sample(index=i, prompt=f"What is {i}+1?", session_id=f"s{i}" if keyed and i % 2 else None)
-        for i in range(count)
-    ]
+    keys = [*session_ids, *[None] * count][:count]
+    samples = [Sample(index=i, prompt=f"What is {i}+1?", session_id=keys[i]) for i in range(count)]
 
     async def all_at_once():
         return await asyncio.gather(*(generate(args, s, dict(params)) for s in samples))
@@ -74,17 +74,21 @@ def test_direct_routing_skips_a_dead_engine_and_needs_no_router_hop(make_rollout
         )  # fmt: skip
         assert args.rollout_routing == "direct"  # the parser's default
         state = GenerateState(args)
-        samples = _generate_all(args, 8, keyed=True)
+        engines = [vllm_engine.url, dead_url]
+        to_dead = [k for k in (f"s{i}" for i in range(100)) if rendezvous_pick(k, engines) == dead_url][:3]
+        to_live = [k for k in (f"s{i}" for i in range(100)) if rendezvous_pick(k, engines) != dead_url][:2]
+        samples = _generate_all(args, 8, to_dead + to_live)
         assert all(s.status in (Sample.Status.COMPLETED, Sample.Status.TRUNCATED) for s in samples)
         assert all(0 < s.response_length <= 4 for s in samples)
-        assert 1 <= state.retries <= len(samples)  # some went to the dead one first, each once at most
+        # the 3 keyed to the dead engine went there first; no request was lost more than once
+        assert len(to_dead) <= state.retries <= len(samples)
         picker = run(_picker(args))
         assert dead_url in picker.failed and picker.in_flight == {}
 
         router.stop()  # the list read before is enough: requests never went through the router
         picker.refresh_s = 0.0  # every request now tries (and fails) to re-read the list
         retries_before = state.retries
-        after = _generate_all(args, 4, keyed=False)
+        after = _generate_all(args, 4)
         assert all(0 < s.response_length <= 4 for s in after)
         assert state.retries - retries_before <= len(after)
     finally:
@@ -97,5 +101,5 @@ def test_router_routing_still_goes_through_the_router(make_rollout_args, vllm_ro
     args = make_rollout_args(
         "--vllm-router-ip", host, "--vllm-router-port", port, "--rollout-routing", "router"
     )
-    samples = _generate_all(args, 2, keyed=True)
+    samples = _generate_all(args, 2, ["s1"])
     assert all(0 < s.response_length <= 4 for s in samples)

@@ -12,7 +12,13 @@ How an engine is picked:
   policy keys on the same ``x-session-id``) goes to the engine with the highest hash of
   (key, url): rendezvous hashing, so the key stays on its engine while the list is unchanged and
   removing an engine moves only the keys that were on it;
-- a request without a key goes to the engine with the fewest requests in flight from this
+- a request without a key but with a prompt affinity (a hash of its prompt ids, so the n samples
+  of a GRPO group share it) goes to its rendezvous engine too, unless that engine has more of
+  this process's requests in flight than the least loaded one plus 16 or 25 % (whichever is
+  larger), then to the next one in hash order. That keeps a prompt's samples on the engine whose
+  prefix cache holds it, as the router's default ``cache_aware`` policy tries to, without letting
+  one engine queue up;
+- a request with neither goes to the engine with the fewest requests in flight from this
   process, ties taken in turn.
 
 An engine whose request failed (connection error, 5xx) is marked and skipped for ``failed_s``
@@ -37,6 +43,8 @@ logger = logging.getLogger(__name__)
 REFRESH_S = 5.0  # how old the engine list may get while nothing fails
 FAILED_S = 5.0  # how long an engine whose request failed is skipped
 MIN_FORCED_REFRESH_S = 0.5  # failures in a burst share one refresh
+LOAD_SLACK_ABS = 16  # an engine takes affine requests up to 16 more than the least loaded one ...
+LOAD_SLACK_REL = 0.25  # ... or 25 % more, whichever is larger
 
 
 class NoEngineError(ConnectionError):
@@ -51,6 +59,24 @@ def rendezvous_pick(key: str, urls: Sequence[str]) -> str:
 def _weight(key: str, url: str) -> int:
     digest = hashlib.blake2b(f"{key}\0{url}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big")
+
+
+def bounded_affinity_pick(affinity: str, urls: Sequence[str], in_flight: Mapping[str, int]) -> str:
+    """The first engine in ``affinity``'s rendezvous order whose load is within the bound.
+
+    The bound is the least-loaded engine's requests in flight plus ``max(LOAD_SLACK_ABS,
+    LOAD_SLACK_REL * that)``: the absolute part lets a whole group land together when engines are
+    nearly idle, the relative part keeps busy engines within 25 % of each other.
+    """
+    fewest = min(in_flight.get(url, 0) for url in urls)
+    bound = fewest + max(LOAD_SLACK_ABS, math.ceil(LOAD_SLACK_REL * fewest))
+    ranked = sorted(urls, key=lambda url: _weight(affinity, url), reverse=True)
+    return next(url for url in ranked if in_flight.get(url, 0) < bound)  # the least loaded always is
+
+
+def prompt_affinity(token_ids: Sequence[int]) -> str:
+    """A short hash of a prompt's token ids: equal prompts (a group's samples) get equal affinities."""
+    return hashlib.blake2b(",".join(map(str, token_ids)).encode(), digest_size=8).hexdigest()
 
 
 def least_in_flight(urls: Sequence[str], in_flight: Mapping[str, int], turn: int) -> str:
@@ -149,7 +175,7 @@ class EnginePicker:
             return self.urls
 
     # ----- one request ---------------------------------------------------------------------------
-    def choose(self, key: str | None) -> str:
+    def choose(self, key: str | None, affinity: str | None = None) -> str:
         """The engine for one request from the current list (no I/O); see the module docstring."""
         if not self.urls:
             self._failed_at = self._clock()
@@ -159,13 +185,15 @@ class EnginePicker:
         usable = [url for url in self.urls if url not in self.failed] or self.urls
         if key:
             return rendezvous_pick(key, usable)
+        if affinity:
+            return bounded_affinity_pick(affinity, usable, self.in_flight)
         self._turn += 1
         return least_in_flight(usable, self.in_flight, self._turn)
 
-    async def acquire(self, key: str | None = None) -> str:
+    async def acquire(self, key: str | None = None, affinity: str | None = None) -> str:
         """Pick an engine for one attempt and count it in flight; pair with :meth:`release`."""
         await self.refresh()
-        url = self.choose(key)
+        url = self.choose(key, affinity)
         self.in_flight[url] = self.in_flight.get(url, 0) + 1
         return url
 
@@ -189,9 +217,10 @@ class EngineRoute:
     picker: EnginePicker
     path: str
     key: str | None = None
+    affinity: str | None = None
 
     async def acquire(self) -> str:
-        return await self.picker.acquire(self.key)
+        return await self.picker.acquire(self.key, self.affinity)
 
     def url(self, engine: str) -> str:
         return engine + self.path

@@ -18,7 +18,7 @@ import uuid
 from argparse import Namespace
 from typing import Any
 
-from vime.rollout.engine_routing import EngineRoute, engine_picker
+from vime.rollout.engine_routing import EngineRoute, engine_picker, prompt_affinity
 from vime.rollout.generate_state import GenerateState
 from vime.rollout.sampling_params import build_sampling_params as build_sampling_params  # its old home
 from vime.utils.args.defaults import flag_value
@@ -146,7 +146,8 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
     if flag_value(args, "rollout_routing") == "router":
         target: str | EngineRoute = router_url(args, "/inference/v1/generate")
     else:
-        target = EngineRoute(engine_picker(router_url(args)), "/inference/v1/generate", sample.session_id)
+        picker = engine_picker(router_url(args))
+        target = EngineRoute(picker, "/inference/v1/generate", sample.session_id, prompt_affinity(prompt_ids))
     output = await post_generate(
         target,
         payload,
