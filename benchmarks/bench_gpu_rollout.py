@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ray
-from bench_rollout import bench_args, measure, overheads
+from bench_rollout import RESENT, bench_args, measure, overheads
 
 GPU_FLAGS = [
     "--rollout-num-gpus", "1", "--rollout-num-engines", "1", "--debug-rollout-only", "--weight-sync", "disk",
@@ -61,6 +61,7 @@ def main() -> None:
         "median_tokens_per_s": medians,
         "median_client_cpu_s_per_1k_tokens": {k: statistics.median(v) for k, v in cpu.items()},
         **overheads(medians),
+        "baseline_requests_resent": dict(RESENT),
     }
     (out / "rollout_gpu.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({k: v for k, v in report.items() if k != "tokens_per_s"}, indent=1))

@@ -27,6 +27,7 @@ import time
 from argparse import Namespace
 from pathlib import Path
 
+import aiohttp
 import ray
 from rich.console import Console
 from rich.progress import track
@@ -64,13 +65,24 @@ def _prompts(path: Path, count: int) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+RESENT: dict[str, int] = {}  # baseline requests sent again after a closed connection, by URL
+
+
 async def _direct(url: str, token_ids: list[list[int]], params: dict, concurrency: int) -> int:
     """The baseline: the same requests posted to the engine itself, at most ``concurrency`` at once."""
     limit = asyncio.Semaphore(concurrency)
 
     async def one(ids: list[int]) -> int:
+        body = {"token_ids": ids, "sampling_params": params}
         async with limit:
-            answer = await post(f"{url}/inference/v1/generate", {"token_ids": ids, "sampling_params": params})
+            for attempt in range(3):  # a pooled connection the server just closed: send again, as vime does
+                try:
+                    answer = await post(f"{url}/inference/v1/generate", body)
+                    break
+                except aiohttp.ServerDisconnectedError:
+                    RESENT[url] = RESENT.get(url, 0) + 1
+                    if attempt == 2:
+                        raise
             return len(answer["choices"][0]["token_ids"])
 
     return sum(await asyncio.gather(*(one(ids) for ids in token_ids)))
