@@ -185,7 +185,7 @@ def main() -> None:
     for key, label in LABELS.items():
         console.print(
             f"{label}: median {medians[key]:8.1f} tokens/s (runs {[round(r) for r in rates[key]]}); "
-            f"client CPU {statistics.median(cpu[key]):.3f} s per 1k tokens"
+            f"client CPU {statistics.median(cpu[key]):.4f} s per 1k tokens"
         )
     for name, value in overheads(medians).items():
         console.print(f"{name}: {value * 100:5.1f} %" + (" (issue 14 goal <= 2 %)" if "vime" in name else ""))
