@@ -201,3 +201,15 @@ def test_a_prompts_samples_share_an_engine_within_a_bounded_load():
     idle = dict.fromkeys(ENGINES, 0)
     assert bounded_affinity_pick("prompt-a", ENGINES, idle | {home: 15}) == home
     assert bounded_affinity_pick("prompt-a", ENGINES, idle | {home: 16}) != home
+
+
+def test_idle_connections_are_dropped_before_vllm_closes_them():
+    """Direct routing talks to vLLM's own server: a pooled connection must not outlive its keep-alive."""
+    import vllm.envs
+
+    from vime.utils import http_utils
+
+    async def keepalive():
+        return http_utils._session().connector._keepalive_timeout
+
+    assert run(keepalive()) == http_utils.KEEPALIVE_S < vllm.envs.VLLM_HTTP_TIMEOUT_KEEP_ALIVE

@@ -18,6 +18,10 @@ from typing import Any
 import aiohttp
 
 _DEFAULT_TIMEOUT_S = 3600.0
+# vLLM's server closes an idle keep-alive connection after 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE);
+# aiohttp would reuse one for 15 s, and a request sent on a connection the server is closing at
+# that moment fails (ServerDisconnectedError). Drop idle connections first, on our side.
+KEEPALIVE_S = 4.0
 
 
 class HTTPStatusError(RuntimeError):
@@ -132,7 +136,7 @@ def _session() -> aiohttp.ClientSession:
     loop = asyncio.get_running_loop()
     session = _sessions.get(id(loop))
     if session is None or session.closed:
-        connector = aiohttp.TCPConnector(limit=0, force_close=False)
+        connector = aiohttp.TCPConnector(limit=0, force_close=False, keepalive_timeout=KEEPALIVE_S)
         session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
         _sessions[id(loop)] = session
     return session
