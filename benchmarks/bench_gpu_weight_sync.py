@@ -287,7 +287,7 @@ def vime_updates(client, weights, repeats: int, keep: bool, bucket_bytes: int | 
         "in_place": plan is None,
         "bucket_mib": (bucket_bytes or 0) >> 20,
         "calls": 1 if plan is None else len(plan),
-        "storages": len({t.untyped_storage().data_ptr() for _, t in weights}),
+        "source_storages": len({t.untyped_storage().data_ptr() for _, t in weights}),
         "bytes": nbytes,
         "seconds_median": med,
         "gib_s_end_to_end": nbytes / GIB / med,
