@@ -32,7 +32,9 @@ def test_names_bound_by_imports_follow_their_import():
     assert "vllm_router.__version__" in out
     assert "class VLLMEngine:" in out
     assert "self.vllm_overrides = vllm_overrides or {}" in out
-    assert "args.vllm_router_ip" in out and "args.vllm_router_port" in out  # --sglang-router-ip -> --vllm-router-ip
+    assert (
+        "args.vllm_router_ip" in out and "args.vllm_router_port" in out
+    )  # --sglang-router-ip -> --vllm-router-ip
 
 
 def test_endpoints_in_fstrings_and_route_names_given_to_the_request_helper():
