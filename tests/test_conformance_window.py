@@ -46,6 +46,8 @@ def test_finding_is_a_decide_question_and_resolves(tmp_path):
         "conformance findings (HTTP calls that do not match vLLM's API: questions, not conversions): 1"
         in summary
     )
+    assert "not counting 1 on lines a conformance finding questions" in summary
+    assert "`ep.update_distributed`" not in summary.split("| rule | applications |")[-1]  # not a conversion
     doc = json.loads((result.report_dir / "decisions.json").read_text())
     for q in doc["questions"]:
         if q["kind"] == "conformance":

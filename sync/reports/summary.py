@@ -97,6 +97,7 @@ def render_summary(ctx: ReportContext) -> str:
 def render_translation_stats(ctx: ReportContext) -> list[str]:
     kinds: Counter[str] = Counter()
     applied: Counter[str] = Counter()
+    questioned: Counter[str] = Counter()
     unsupported: Counter[str] = Counter()
     unmapped: list[tuple[str, int, str]] = []
     parse_errors: list[tuple[str, str]] = []
@@ -107,7 +108,9 @@ def render_translation_stats(ctx: ReportContext) -> list[str]:
             continue
         findings += [(o.path, f) for f in t.findings]
         kinds[t.kind] += 1
-        applied.update(rid for rid, _ in t.applied)
+        questioned_here = set(t.questioned)
+        applied.update(rid for rid, line in t.applied if (rid, line) not in questioned_here)
+        questioned.update(rid for rid, _ in questioned_here)
         unsupported.update(rid for rid, _, _ in t.unsupported)
         unmapped += [(o.path, line, snip) for _, line, snip in t.unmapped]
         if t.parse_error:
@@ -118,7 +121,8 @@ def render_translation_stats(ctx: ReportContext) -> list[str]:
         "Files translated by kind: "
         + (", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none")
         + ".",
-        f"Rule applications: {sum(applied.values())} ({len(applied)} distinct rules); "
+        f"Rule applications: {sum(applied.values())} ({len(applied)} distinct rules), not counting "
+        f"{sum(questioned.values())} on lines a conformance finding questions; "
         f"`unsupported` hits: {sum(unsupported.values())}; unmapped references: {len(unmapped)}; "
         f"files that failed to parse: {len(parse_errors)}; conformance findings (HTTP calls that do "
         f"not match vLLM's API: questions, not conversions): {len(findings)}.",

@@ -38,6 +38,7 @@ class Translated:
     findings: tuple[
         tuple[int, str, str, str, str], ...
     ] = ()  # conformance: (line, rule, kind, message, effect)
+    questioned: tuple[tuple[str, int], ...] = ()  # applied rules a finding puts in question: not conversions
 
     @classmethod
     def from_file_translation(cls, ft: Any) -> Translated:
@@ -54,6 +55,7 @@ class Translated:
                 (int(f.line), str(f.rule), str(f.kind), str(f.message), str(f.effect))
                 for f in getattr(ft, "findings", ())
             ),
+            questioned=tuple(sorted((str(a.rule_id), int(a.line)) for a in getattr(ft, "questioned", ()))),
         )
 
     def to_json(self) -> str:
@@ -68,6 +70,7 @@ class Translated:
                 "unmapped": self.unmapped,
                 "parse_error": self.parse_error,
                 "findings": self.findings,
+                "questioned": self.questioned,
             }
         )
 
@@ -84,6 +87,7 @@ class Translated:
             tuple(tuple(r) for r in d["unmapped"]),  # type: ignore[misc]
             d["parse_error"],
             tuple(tuple(f) for f in d.get("findings", ())),  # type: ignore[misc]
+            tuple(tuple(a) for a in d.get("questioned", ())),  # type: ignore[misc]
         )
 
 
