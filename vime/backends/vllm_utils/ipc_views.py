@@ -178,16 +178,30 @@ class VimeIpcSink:
                 "resume": resume,
                 "version": self.version if last else None,
             }
+            paused = False
             try:
                 answer = client.vime_update_weights("vime_load_ipc", {"payload": short or full}, **call)
-                if answer["results"][0].get("unknown_layout"):  # the engine restarted since: full message
+                paused = bool(answer.get("paused"))
+                # a restarted engine does not know the layout: send it whole
+                if any(r.get("unknown_layout") for r in answer["results"]):
+                    if not first:
+                        raise RuntimeError(
+                            f"engine {client.url} restarted during a weight update (it lost the earlier "
+                            "buckets): send the weights again"
+                        )
                     full = full or json.dumps(payload)
-                    answer = client.vime_update_weights("vime_load_ipc", {"payload": full}, **call)
+                    # a single call has resumed already and pauses again; a first bucket holds its pause
+                    again = call if resume == "auto" else dict(call, pause="never")
+                    answer = client.vime_update_weights("vime_load_ipc", {"payload": full}, **again)
+                    paused = bool(answer.get("paused")) if resume == "auto" else paused
             except Exception:
+                if first and paused and resume is False:  # this engine's pause is held by the sink
+                    with contextlib.suppress(Exception):
+                        client.resume()
                 self._resume_after_failure()
                 raise
             if first:
-                self._paused.append(bool(answer.get("paused")))
+                self._paused.append(paused)
             self.answers.append(answer)
             for phase, s in (answer.get("seconds") or {}).items():
                 self.seconds[phase] = self.seconds.get(phase, 0.0) + float(s)
