@@ -73,6 +73,7 @@ CASES = {
     "reward returns a string": (["--custom-rm-path", "user_rewards.returns_text"], "returned str"),
     "reward returns NaN": (["--custom-rm-path", "user_rewards.returns_nan"], "returned nan"),
     "debug path template": (["--save-debug-rollout-data", "/tmp/rollout.pkl"], "has no {rollout_id}"),
+    "save-hf template": (["--save-hf", "/tmp/hf_{step}"], "only {rollout_id} is filled in, not {step}"),
     "--vllm-uds": (["--vllm-uds", "/tmp/vime.sock"], "--vllm-uds makes vllm serve listen on a unix socket"),
     "--vllm-grpc": (["--vllm-grpc"], "--vllm-grpc replaces the HTTP API"),
     "--no-vllm-enable-scale-out": (["--no-vllm-enable-scale-out"], "--no-vllm-enable-scale-out"),

@@ -41,6 +41,7 @@ def _flags(model_dir: Path, root: Path) -> list[str]:
         "--save", str(root / "ckpt"),
         "--save-interval", "1",
         "--save-debug-rollout-data", str(root / "rollout_{rollout_id}.pkl"),
+        "--save-hf", str(root / "hf" / "step_{rollout_id}"),
         # other routers and engines on this machine may hold the default ports
         "--router-prometheus-port", str(_free_port()),
         "--vllm-base-port", str(_free_port()),
@@ -102,6 +103,24 @@ def test_engine_serves_the_trained_weights(grpo_run, tiny_model_dir):
     assert matches_trained < 1e-3, "the engine's log-probs are not those of the trained weights"
     assert matches_initial > 100 * max(matches_trained, 1e-5), "the engine still serves the initial weights"
     assert records[last]["train/train_rollout_logprob_abs_diff"] < 1e-3
+
+
+@pytest.mark.slow
+def test_save_hf_writes_every_saved_step_as_a_loadable_hf_model(grpo_run):
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    root, _ = grpo_run
+    assert sorted(p.name for p in (root / "hf").iterdir()) == [f"step_{k}" for k in range(NUM_STEPS)]
+    for k in range(NUM_STEPS):
+        hf = root / "hf" / f"step_{k}"
+        AutoModelForCausalLM.from_pretrained(hf, local_files_only=True)  # a complete HF model directory
+        exported = {n: t for f in sorted(hf.glob("*.safetensors")) for n, t in load_file(f).items()}
+        saved = ckpt.iteration_dir(root / "ckpt", k) / "model"
+        trained = {n: t for f in sorted(saved.glob("*.safetensors")) for n, t in load_file(f).items()}
+        assert exported.keys() <= trained.keys() and exported
+        for name, tensor in exported.items():
+            assert torch.equal(tensor, trained[name].to(tensor.dtype)), (k, name)
 
 
 @pytest.mark.slow

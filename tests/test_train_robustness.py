@@ -1,7 +1,8 @@
 """Training runs a user can trust (issue 12), with the real engine, router, trainer and Ray.
 
-- Ctrl-C (SIGINT to the whole process group, as a terminal sends it) saves the last trained step
-  and leaves within 10 s, with no process and no temporary directory behind. That run's reward
+- Ctrl-C (SIGINT to the whole process group, as a terminal sends it), and SIGTERM to train.py
+  alone (as a job scheduler sends it), save the last trained step and leave within 10 s, with no
+  process and no temporary directory behind. That run's reward
   hook is a synchronous function found only through the user's PYTHONPATH: the Ray workers
   import it as the contract runner would.
 - An engine SIGKILLed between generation and the weight push: with ``--use-fault-tolerance`` it is
@@ -60,7 +61,14 @@ def _records(path: Path) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_ctrl_c_saves_the_last_step_and_exits_within_10s(tiny_model_dir, tmp_path):
+@pytest.mark.parametrize(
+    "how",
+    [
+        pytest.param("ctrl-c", id="ctrl-c-to-the-group"),
+        pytest.param("sigterm", id="sigterm-to-train.py-alone"),  # what a job scheduler or `kill` sends
+    ],
+)
+def test_ctrl_c_saves_the_last_step_and_exits_within_10s(tiny_model_dir, tmp_path, how):
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     (hooks / "my_rewards.py").write_text(
@@ -90,14 +98,19 @@ def test_ctrl_c_saves_the_last_step_and_exits_within_10s(tiny_model_dir, tmp_pat
             assert time.monotonic() < deadline, "no two steps in 7 minutes"
             time.sleep(0.5)
         tree = [proc.pid] + [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
-        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        else:
+            os.kill(
+                proc.pid, signal.SIGTERM
+            )  # train.py alone: it must stop its engines, router and Ray itself
         sent = time.monotonic()
         _, err = proc.communicate(timeout=60)
         seconds = time.monotonic() - sent
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    print(f"\nCtrl-C to exit: {seconds:.1f}s; {len(tree)} processes in the run's tree")
+    print(f"\n{how} to exit: {seconds:.1f}s; {len(tree)} processes in the run's tree")
     assert proc.returncode == 130, err[-3000:]
     assert seconds < 10, err[-3000:]
     assert "Traceback" not in err, err[-3000:]

@@ -68,16 +68,28 @@ def test_abort_of_an_in_flight_request_by_its_id(vllm_engine):
 
     Streamed from the engine itself: vllm-router forwards stream chunks in batches, so through it
     the first chunk can arrive after the whole answer was generated. (Aborts of requests sent
-    through the router are covered by the partial-rollout test.)"""
+    through the router are covered by the partial-rollout test.) On a loaded machine the API
+    server can also fall behind its engine until the whole answer is made before the first chunk
+    is read; such an attempt shows it (the abort finds nothing left to stop) and is made again.
+    """
+    attempts = [_stream_and_abort(vllm_engine, f"long-{i}") for i in range(3)]
+    for finish, tokens, _ in attempts:
+        if finish == "abort":
+            assert 0 < tokens < 1000
+            return
+    pytest.fail(f"no attempt was aborted in flight: (finish, tokens, first chunk tokens) = {attempts}")
+
+
+def _stream_and_abort(vllm_engine, request_id: str) -> tuple[str | None, int, int]:
     import json
 
     payload = {
         "token_ids": PROMPT,
         "sampling_params": {"max_tokens": 1000, "ignore_eos": True},
-        "request_id": "long-1",
+        "request_id": request_id,
         "stream": True,
     }
-    tokens, finish, aborted = [], None, False
+    tokens, finish, first = [], None, None
     url = f"{vllm_engine.url}/inference/v1/generate"
     with requests.post(url, json=payload, stream=True, timeout=300) as response:
         for line in response.iter_lines():
@@ -86,12 +98,11 @@ def test_abort_of_an_in_flight_request_by_its_id(vllm_engine):
             choice = json.loads(line[len(b"data: ") :])["choices"][0]
             tokens += choice["token_ids"]
             finish = choice["finish_reason"] or finish
-            if not aborted:
+            if first is None:
+                first = len(tokens)
                 # unprefixed id: the client adds the server's generate-tokens- prefix
-                assert vllm_engine.client.abort(["long-1"]) == 1
-                aborted = True
-    assert finish == "abort"
-    assert 0 < len(tokens) < 1000
+                assert vllm_engine.client.abort([request_id]) == 1
+    return finish, len(tokens), first or 0
 
 
 def test_pause_keep_freezes_and_resume_continues(vllm_router, vllm_engine):

@@ -104,6 +104,13 @@ def check_templates(args: Namespace) -> None:
                 f"{_flag(dest)} {template} has no {{rollout_id}}: every step would use the same file; "
                 f"write e.g. {Path(template).parent / 'rollout_{rollout_id}.pkl'}"
             )
+    save_hf = getattr(args, "save_hf", None)
+    if save_hf:
+        from vime.utils.hf_copy import template_error
+
+        error = template_error(save_hf)
+        if error:
+            raise PreflightError(error)
     if args.load_debug_rollout_data:
         first = args.load_debug_rollout_data.format(rollout_id=args.start_rollout_id or 0)
         if not Path(first).is_file():

@@ -208,6 +208,23 @@ class TrainGroup:
 
     def save(self, rollout_id: int) -> None:
         ray.get([actor.save.remote(rollout_id) for actor in self.actors])
+        if getattr(self.args, "save_hf", None):
+            self.save_hf(rollout_id)
+
+    def save_hf(self, rollout_id: int) -> Path:
+        """``--save-hf``: this step as a Hugging Face model directory (``vime/utils/hf_copy.py``)."""
+        from vime.utils.hf_copy import hf_copy_path, publish, staging_dir
+
+        dest = hf_copy_path(self.args.save_hf, rollout_id)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        staged = staging_dir(dest)
+        try:
+            ray.get([actor.export_weights.remote(str(staged)) for actor in self.actors])
+            final = publish(staged, dest, rollout_id)
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)  # an export cut short never stays behind
+        logger.info("saved step %d as a Hugging Face model: %s", rollout_id, final)
+        return final
 
     def offload(self) -> None:
         ray.get([actor.offload.remote() for actor in self.actors])

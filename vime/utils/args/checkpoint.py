@@ -42,8 +42,9 @@ def add_checkpoint_arguments(parser: argparse.ArgumentParser) -> None:
         "--save-hf",
         type=str,
         default=None,
-        help="slime's flag, accepted and not used: torch checkpoints hold a Hugging Face model/ dir; "
-        "Megatron ones convert with tools/convert_torch_dist_to_hf.py.",
+        help="Also write every saved step as a Hugging Face model directory at this path; {rollout_id} "
+        "is replaced by the step (slime's template). Written beside and moved in when complete; a "
+        "directory there is replaced only if vime wrote it.",
     )
     g.add_argument(
         "--keep-checkpoints",
