@@ -29,6 +29,7 @@ def test_info_lists_the_routes_and_the_client_detects_them(vllm_engine):
         ({"method": "vime_reload_weights", "pause": "sometimes"}, '"pause"'),
         ({"method": "vime_reload_weights", "pause_mode": "later"}, '"pause_mode"'),
         ({"method": "vime_reload_weights", "resume": "maybe"}, '"resume"'),
+        ({"method": "vime_reload_weights", "paus": "auto"}, "unknown field 'paus'"),
     ],
 )
 def test_bad_requests_get_400_and_one_line(vllm_engine, body, needle):
@@ -72,3 +73,16 @@ def test_a_pause_can_span_calls(vllm_engine, tiny_model_dir):
         client.resume()
     assert not client.is_paused()
     assert client.generate([1, 2, 3], GREEDY)["choices"][0]["token_ids"]
+
+
+def test_the_conformance_table_knows_these_routes():
+    """vime-sync's conformance check reads vime's routes from a table: it must match the server's."""
+    import tomllib
+    from importlib import resources
+
+    from vime.backends.vllm_utils.server_routes import ROUTES, UPDATE_FIELDS
+
+    text = resources.files("sync.conformance").joinpath("router_routes.toml").read_text(encoding="utf-8")
+    rows = {r["path"]: r for r in tomllib.loads(text)["route"] if r.get("source") == "vime"}
+    assert sorted(rows) == sorted(ROUTES)
+    assert tuple(rows["/vime/update_weights"]["body"]) == UPDATE_FIELDS

@@ -179,8 +179,16 @@ def probe_reward(args: Namespace, fn: Callable[..., Any], row: dict) -> None:
     sample.status = Sample.Status.COMPLETED
     payload = [sample] if args.group_rm else sample
 
+    async def scored() -> Any:
+        from vime.utils.http_utils import close_session
+
+        try:
+            return await maybe_await(fn(args, payload))
+        finally:
+            await close_session()  # the probe's loop ends with this call
+
     def score() -> Any:
-        return asyncio.run(maybe_await(fn(args, payload)))
+        return asyncio.run(scored())
 
     pool = ThreadPoolExecutor(1)
     try:

@@ -37,7 +37,7 @@ class Operation:
     body: dict[str, Any] | None = None  # {"required": bool, "schema": {...}}; None: takes no body
     response: dict[str, Any] | None = None  # JSON schema of a 200 answer; None: not known
     raw: bool = False  # the handler reads the raw request (fields taken from its source)
-    source: str = "vllm"  # "vllm" or "vllm-router"
+    source: str = "vllm"  # "vllm", "vllm-router" or "vime" (vime's own routes on the engines it starts)
 
 
 @dataclass
@@ -136,9 +136,14 @@ def _router_routes() -> dict[str, dict[str, Operation]]:
     routes: dict[str, dict[str, Operation]] = {}
     for row in tomllib.loads(text).get("route", []):
         query = dict.fromkeys(row.get("query", ()), False)
+        body: dict[str, Any] = {"required": False, "schema": ANY}
+        if "body" in row:  # a JSON object with these fields and no others
+            properties = dict.fromkeys(row["body"], ANY)
+            schema = {"type": "object", "properties": properties, "additionalProperties": False}
+            body = {"required": True, "schema": schema | {"required": list(row.get("body_required", ()))}}
+        source = row.get("source", "vllm-router")
         routes[row["path"]] = {
-            method: Operation(query=query, body={"required": False, "schema": ANY}, source="vllm-router")
-            for method in row["methods"]
+            method: Operation(query=query, body=body, source=source) for method in row["methods"]
         }
     return routes
 

@@ -180,7 +180,12 @@ def run_async(value: Any) -> Any:
 
 
 async def _await(value: Any) -> Any:
-    return await value
+    from vime.utils.http_utils import close_session
+
+    try:
+        return await value
+    finally:
+        await close_session()  # this loop ends here: its HTTP session must not outlive it unclosed
 
 
 # ----- samples ---------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ it for every step.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import random
 import socket
 import threading
@@ -112,7 +114,16 @@ def background_loop() -> asyncio.AbstractEventLoop:
     with _loop_lock:
         if _loop_thread is None:
             _loop_thread = _LoopThread()
+            atexit.register(_close_background_session)
         return _loop_thread.loop
+
+
+def _close_background_session() -> None:
+    """At exit: close the background loop's HTTP session (else aiohttp logs it as unclosed)."""
+    if _loop_thread is None or not _loop_thread.loop.is_running():
+        return
+    with contextlib.suppress(Exception):  # exiting anyway: a session that will not close is left
+        asyncio.run_coroutine_threadsafe(close_session(), _loop_thread.loop).result(timeout=2)
 
 
 def run(coro: Coroutine[Any, Any, Any], timeout: float | None = None) -> Any:
@@ -128,18 +139,32 @@ def run(coro: Coroutine[Any, Any, Any], timeout: float | None = None) -> Any:
 
 
 # ----- async JSON calls -------------------------------------------------------------------------
-_sessions: dict[int, aiohttp.ClientSession] = {}
+_sessions: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession]] = {}
 
 
 def _session() -> aiohttp.ClientSession:
-    """One session per event loop (aiohttp sessions are bound to the loop that made them)."""
+    """One session per event loop (aiohttp sessions are bound to the loop that made them).
+
+    Keyed by the loop's id and checked against the loop itself: a loop made by a later
+    ``asyncio.run`` can get the id of one that is gone, and must not inherit its session.
+    """
     loop = asyncio.get_running_loop()
-    session = _sessions.get(id(loop))
-    if session is None or session.closed:
+    known = _sessions.get(id(loop))
+    if known is None or known[0] is not loop or known[1].closed:
         connector = aiohttp.TCPConnector(limit=0, force_close=False, keepalive_timeout=KEEPALIVE_S)
         session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
-        _sessions[id(loop)] = session
-    return session
+        _sessions[id(loop)] = (loop, session)
+        return session
+    return known[1]
+
+
+async def close_session() -> None:
+    """Close this loop's session (call it before a loop of your own ends, e.g. at the end of ``asyncio.run``)."""
+    loop = asyncio.get_running_loop()
+    known = _sessions.get(id(loop))
+    if known is not None and known[0] is loop:
+        del _sessions[id(loop)]
+        await known[1].close()
 
 
 async def request(

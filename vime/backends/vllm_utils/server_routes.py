@@ -27,6 +27,7 @@ from typing import Any
 PAUSE_CHOICES = ("auto", "always", "never")
 PAUSE_MODES = ("abort", "wait", "keep")
 ROUTES = ("/vime/info", "/vime/update_weights")
+UPDATE_FIELDS = ("method", "kwargs", "pause", "pause_mode", "resume", "version")
 
 
 class RouteError(ValueError):
@@ -82,6 +83,9 @@ async def _json(request) -> dict[str, Any]:
 
 
 async def update_weights(engine, body: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(body) - set(UPDATE_FIELDS))
+    if unknown:
+        raise RouteError(f"unknown field {unknown[0]!r}: the fields are {', '.join(UPDATE_FIELDS)}")
     method, kwargs = body.get("method"), body.get("kwargs") or {}
     pause, mode = body.get("pause", "auto"), body.get("pause_mode", "abort")
     if not isinstance(method, str) or not method:
