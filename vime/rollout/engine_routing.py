@@ -28,6 +28,7 @@ when every listed engine is marked, all are tried again (the caller's backoff pa
 
 from __future__ import annotations
 
+import array
 import asyncio
 import hashlib
 import logging
@@ -76,7 +77,7 @@ def bounded_affinity_pick(affinity: str, urls: Sequence[str], in_flight: Mapping
 
 def prompt_affinity(token_ids: Sequence[int]) -> str:
     """A short hash of a prompt's token ids: equal prompts (a group's samples) get equal affinities."""
-    return hashlib.blake2b(",".join(map(str, token_ids)).encode(), digest_size=8).hexdigest()
+    return hashlib.blake2b(array.array("q", token_ids).tobytes(), digest_size=8).hexdigest()  # 64 us / 4k ids
 
 
 def least_in_flight(urls: Sequence[str], in_flight: Mapping[str, int], turn: int) -> str:
