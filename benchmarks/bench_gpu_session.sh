@@ -24,7 +24,7 @@ import json,sys
 for line in open('$OUT/grpo.jsonl'):
     r=json.loads(line); print({k: round(v,4) if isinstance(v,float) else v for k,v in r.items() if k.startswith(('time/','train/train_rollout','train/ppo_kl','rollout/raw','weight_sync/','step'))})
 " 2>&1 | tail -12
-    timeout 200 python3 benchmarks/bench_gpu_rollout.py --out "$OUT" 2>&1 | tail -c 200000 > "$OUT/rollout_gpu.log"; tail -12 "$OUT/rollout_gpu.log" ;;
+    timeout 330 python3 benchmarks/bench_gpu_rollout.py --out "$OUT" --prompts 32 --n 8 --tokens 128 --repeats 5 2>&1 | tail -c 200000 > "$OUT/rollout_gpu.log"; tail -12 "$OUT/rollout_gpu.log" ;;
   tests)
     timeout 500 python3 -m pytest -q -p no:cacheprovider tests/test_vllm_ipc_gpu.py tests/test_vllm_weight_transfer_gpu.py \
       -k "not real_engine and not resumed" 2>&1 | tail -c 300000 > "$OUT/pytest_gpu.log"; tail -15 "$OUT/pytest_gpu.log" ;;
