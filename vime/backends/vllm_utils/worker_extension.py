@@ -147,7 +147,8 @@ class VimeWorkerExtension:
         self.__dict__.setdefault("_vime_layouts", {}).clear()
         for plan in self.__dict__.setdefault("_vime_plans", {}).values():
             plan.forget_views()
-        torch.cuda.synchronize()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
         return closed
 
 
