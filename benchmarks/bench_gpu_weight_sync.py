@@ -256,6 +256,11 @@ def in_one_buffer(weights: list[tuple[str, torch.Tensor]]) -> list[tuple[str, to
     return out
 
 
+def server_medians(runs: list[dict]) -> dict[str, float]:
+    """Median of each of the servers' own phase times (``server_*``) over ``runs``."""
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0] if k.startswith("server_")}
+
+
 def vime_updates(client, weights, repeats: int, keep: bool, bucket_bytes: int | None = None) -> dict:
     """Through /vime/update_weights: in place (``bucket_bytes`` None) or packed into buckets first."""
     sink = VimeIpcSink([client], keep=keep, pause_mode="abort")
@@ -291,9 +296,7 @@ def vime_updates(client, weights, repeats: int, keep: bool, bucket_bytes: int | 
         "bytes": nbytes,
         "seconds_median": med,
         "gib_s_end_to_end": nbytes / GIB / med,
-        "server_medians": {
-            k: statistics.median(r[k] for r in runs) for k in runs[0] if k.startswith("server_")
-        },
+        "server_medians": server_medians(runs),
         "first_call": results[0],
         "last_call": results[-1],
         "runs": runs,
@@ -322,9 +325,7 @@ def asleep_update(client, weights, repeats: int) -> dict:
     return {
         "seconds_median": med,
         "gib_s_end_to_end": nbytes / GIB / med,
-        "server_medians": {
-            k: statistics.median(r[k] for r in runs) for k in runs[0] if k.startswith("server_")
-        },
+        "server_medians": server_medians(runs),
         "runs": runs,
     }
 

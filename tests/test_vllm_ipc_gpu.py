@@ -53,6 +53,22 @@ def _engine(model_dir, port: int, log, extra: list[str]):
     return server, EngineClient(f"http://127.0.0.1:{port}")
 
 
+def _fresh_answers(model_dir, port: int, log) -> list[tuple[list[int], list[float]]]:
+    """The answers of an engine started fresh from ``model_dir`` (the reference of every update)."""
+    server, client = _engine(model_dir, port, log, [])
+    try:
+        return _answers(client)
+    finally:
+        server.stop()
+
+
+def _assert_same_answers(answers, expected, name: str) -> None:
+    """Same greedy tokens, log-probs within 1e-3."""
+    assert [t for t, _ in answers] == [t for t, _ in expected], name
+    for (_, lp), (_, ref_lp) in zip(answers, expected, strict=True):
+        assert max(abs(a - b) for a, b in zip(lp, ref_lp, strict=True)) < 1e-3, name
+
+
 def test_ipc_update_equals_fresh_engine(tiny_model_dir, tiny_model_dir_seed1, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM
@@ -90,16 +106,10 @@ def test_ipc_update_equals_fresh_engine(tiny_model_dir, tiny_model_dir_seed1, tm
         got["after level-2 cycle"] = _answers(client)
     finally:
         server.stop()
-    fresh_server, fresh = _engine(tiny_model_dir_seed1, fresh_port, tmp_path / "fresh.log", [])
-    try:
-        reference = _answers(fresh)
-    finally:
-        fresh_server.stop()
+    reference = _fresh_answers(tiny_model_dir_seed1, fresh_port, tmp_path / "fresh.log")
     assert [t for t, _ in before] != [t for t, _ in reference]  # the update has something to change
     for name, answers in got.items():
-        assert [t for t, _ in answers] == [t for t, _ in reference], name
-        for (_, lp), (_, ref_lp) in zip(answers, reference, strict=True):
-            assert max(abs(a - b) for a, b in zip(lp, ref_lp, strict=True)) < 1e-3, name
+        _assert_same_answers(answers, reference, name)
 
 
 def test_vime_route_updates_in_place_equal_fresh_engines(tiny_model_dir, tiny_model_dir_seed1, tmp_path):
@@ -153,17 +163,10 @@ def test_vime_route_updates_in_place_equal_fresh_engines(tiny_model_dir, tiny_mo
         kept.close()
     finally:
         server.stop()
-    fresh_server, fresh = _engine(tiny_model_dir_seed1, fresh_port, tmp_path / "fresh.log", [])
-    try:
-        reference = _answers(fresh)
-    finally:
-        fresh_server.stop()
+    reference = _fresh_answers(tiny_model_dir_seed1, fresh_port, tmp_path / "fresh.log")
     assert stats["recorded"]["recorded"] and stats["recorded"]["replayable"], stats
     assert not stats["replayed"]["recorded"] and stats["replayed"]["opened"] == 0, stats
     assert stats["asleep"]["paused"] is False  # /sleep had paused it and cleared its caches
     assert [t for t, _ in before] != [t for t, _ in reference]
     for name, answers in got.items():
-        expected = before if "of A" in name else reference
-        assert [t for t, _ in answers] == [t for t, _ in expected], name
-        for (_, lp), (_, ref_lp) in zip(answers, expected, strict=True):
-            assert max(abs(x - y) for x, y in zip(lp, ref_lp, strict=True)) < 1e-3, name
+        _assert_same_answers(answers, before if "of A" in name else reference, name)

@@ -147,8 +147,13 @@ class EngineClient:
         version: str | None = None,
     ) -> dict[str, Any]:
         """Pause → worker ``method`` → tag ``version`` → resume, in one call (``server_routes``)."""
-        body = {"method": method, "kwargs": kwargs or {}, "pause": pause, "pause_mode": pause_mode}
-        body["resume"] = resume
+        body = {
+            "method": method,
+            "kwargs": kwargs or {},
+            "pause": pause,
+            "pause_mode": pause_mode,
+            "resume": resume,
+        }
         if version is not None:
             body["version"] = str(version)
         return self._call("POST", "/vime/update_weights", json=body)

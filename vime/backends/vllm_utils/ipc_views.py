@@ -19,7 +19,6 @@ import base64
 import contextlib
 import json
 import pickle
-import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -43,13 +42,14 @@ class StorageShare:
         from torch.multiprocessing.reductions import reduce_tensor
 
         key = (storage.data_ptr(), storage.nbytes())
+        name = f"{key[0]:x}-{key[1]:x}"
         if self.keep and key in self._handles:
-            return f"{key[0]:x}-{key[1]:x}", self._handles[key][1]
+            return name, self._handles[key][1]
         whole = torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
         encoded = base64.b64encode(pickle.dumps(reduce_tensor(whole)[1])).decode("ascii")
         if self.keep:
             self._handles[key] = (storage, encoded)  # holding the storage keeps its memory (and handle) valid
-        return f"{key[0]:x}-{key[1]:x}", encoded
+        return name, encoded
 
     def clear(self) -> None:
         self._handles.clear()
@@ -218,13 +218,3 @@ class VimeIpcSink:
             if paused:
                 with contextlib.suppress(Exception):  # the caller sees the original failure
                     client.resume()
-
-
-def push_views(
-    sink: VimeIpcSink, named: Sequence[tuple[str, torch.Tensor]], version: str | None = None
-) -> dict:
-    """One in-place update end to end; returns client-side seconds and the servers' phases."""
-    sink.version = version
-    started = time.perf_counter()
-    sink.send_views(named)
-    return {"total": time.perf_counter() - started, **{f"server_{k}": v for k, v in sink.seconds.items()}}

@@ -9,7 +9,9 @@ from __future__ import annotations
 import base64
 import json
 import pickle
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 def _safetensors_files(weights_path: str) -> list[Path]:
@@ -22,12 +24,28 @@ def _safetensors_files(weights_path: str) -> list[Path]:
     return files
 
 
+@dataclass
+class _Layout:
+    """A sender's tensor list as ``vime_load_ipc`` last saw it under one name."""
+
+    names: list[str]
+    specs: list[Any]  # copy_plan.SourceSpec per tensor
+    plan: Any = None  # copy_plan.CopyPlan, once a load of this layout has run
+    sizes: tuple[int, ...] = ()  # the storages' byte sizes that plan was made for
+
+
 class VimeWorkerExtension:
     """Mixed into vLLM's worker class; ``self.model_runner`` is the worker's model runner."""
 
-    # Per worker: copy plans by layout, and the trainer's storages opened through IPC by handle.
+    # Per worker: copy plans by layout, layouts by (sender, name), the trainer's storages opened
+    # through IPC by (sender, key).
     _vime_plans: dict
+    _vime_layouts: dict
     _vime_storages: dict
+
+    def _vime_model(self):
+        model = self.model_runner.model
+        return model.unwrap() if hasattr(model, "unwrap") else model
 
     def vime_reload_weights(self, weights_path: str) -> int:
         """Load a Hugging Face safetensors checkpoint into the running model, in place; return #files.
@@ -50,9 +68,7 @@ class VimeWorkerExtension:
         import torch
 
         weights = rebuild_ipc_bucket(json.loads(payload), torch.cuda.current_device())
-        model = self.model_runner.model
-        model = model.unwrap() if hasattr(model, "unwrap") else model
-        model.load_weights(weights=weights)
+        self._vime_model().load_weights(weights=weights)
         torch.cuda.synchronize()
         return len(weights)
 
@@ -62,8 +78,9 @@ class VimeWorkerExtension:
         ``payload`` is the JSON of ``ipc_views.views_payload``: per storage its pickled IPC
         handle, per tensor its name, storage, element offset, shape, stride and dtype. The first update
         of a layout runs ``load_weights`` and records its copies (``copy_plan``); later ones replay them
-        in one batch; a layout seen before may come by name only. Storages marked ``keep`` stay open for the next update (the trainer promises
-        they live on, e.g. its parameters); the others are closed before this returns.
+        in one batch; a layout seen before may come by name only. Storages marked ``keep`` stay open
+        for the next update (the trainer promises they live on, e.g. its parameters); the others are
+        closed before this returns.
         """
         import torch
 
@@ -78,20 +95,21 @@ class VimeWorkerExtension:
             self.vime_release_ipc()
         named = (info["owner"], info["layout"])
         if "tensors" in info:
-            names = [t["name"] for t in info["tensors"]]
-            specs = [
-                SourceSpec(
-                    t["storage"],
-                    t["offset"],
-                    tuple(t["shape"]),
-                    tuple(t["stride"]),
-                    getattr(torch, t["dtype"]),
-                )
-                for t in info["tensors"]
-            ]
-            layouts[named] = (names, specs)
+            layout = layouts[named] = _Layout(
+                [t["name"] for t in info["tensors"]],
+                [
+                    SourceSpec(
+                        t["storage"],
+                        t["offset"],
+                        tuple(t["shape"]),
+                        tuple(t["stride"]),
+                        getattr(torch, t["dtype"]),
+                    )
+                    for t in info["tensors"]
+                ],
+            )
         elif named in layouts:
-            names, specs = layouts[named][:2]
+            layout = layouts[named]
         else:  # sent by name, but this process has not seen it (it restarted): ask for all of it
             return {"unknown_layout": True}
         storages, opened = [], 0
@@ -105,31 +123,29 @@ class VimeWorkerExtension:
                     cache[key] = storage
             storages.append(storage)
         sizes = tuple(s.nbytes() for s in storages)
-        known = layouts[named]
-        if len(known) == 4 and known[3] == sizes:
-            plan = known[2]  # by name: no hashing of hundreds of specs
-        else:
-            layout = (tuple(names), tuple(specs), sizes)
-            plan = plans.get(layout)
+        if layout.plan is None or layout.sizes != sizes:  # else found by name: no hashing of 338 specs
+            plan_key = (tuple(layout.names), tuple(layout.specs), sizes)
+            layout.plan, layout.sizes = plans.get(plan_key), sizes
+        plan = layout.plan
         recorded = plan is None
-        model = self.model_runner.model
-        model = model.unwrap() if hasattr(model, "unwrap") else model
+        model = self._vime_model()
         if plan is not None and plan.replayable:
             plan.replay(storages, device, keep_views=all(e["keep"] for e in info["storages"]))
         else:
-            weights = [(n, spec.view(storages, device)) for n, spec in zip(names, specs, strict=True)]
+            weights = [
+                (n, spec.view(storages, device)) for n, spec in zip(layout.names, layout.specs, strict=True)
+            ]
             if recorded:
-                plan = record_load(
+                plan = layout.plan = record_load(
                     lambda: model.load_weights(weights=weights), storages, list(model.parameters())
                 )
-                plans[layout] = plan
+                plans[plan_key] = plan
             else:
                 model.load_weights(weights=weights)
-        layouts[named] = (names, specs, plan, sizes)
         torch.cuda.current_stream().synchronize()  # the trainer may write its memory again once we return
         del storages
         return {
-            "tensors": len(specs),
+            "tensors": len(layout.specs),
             "copies": len(plan.targets),
             "recorded": recorded,
             "replayable": plan.replayable,
@@ -152,27 +168,29 @@ class VimeWorkerExtension:
         return closed
 
 
-def open_ipc_storage(handle_b64: str, device_index: int):
-    """The trainer's storage behind a pickled ``reduce_tensor`` handle, mapped into this process."""
+def _rebuild_cuda_tensor(reduced_args, device_index: int):
+    """The tensor behind ``reduce_tensor``'s arguments, mapped into this process on ``device_index``."""
     from torch.multiprocessing.reductions import rebuild_cuda_tensor
 
-    args = list(pickle.loads(base64.b64decode(handle_b64)))
+    args = list(reduced_args)
     args[6] = device_index  # the sender's device index means nothing in this process
-    return rebuild_cuda_tensor(*args).untyped_storage()
+    return rebuild_cuda_tensor(*args)
+
+
+def open_ipc_storage(handle_b64: str, device_index: int):
+    """The trainer's storage behind a base64 pickled ``reduce_tensor`` handle, mapped into this process."""
+    return _rebuild_cuda_tensor(pickle.loads(base64.b64decode(handle_b64)), device_index).untyped_storage()
 
 
 def rebuild_ipc_bucket(info: dict, device_index: int) -> list:
     """Views of the trainer's bucket (opened through its IPC handle) as (name, tensor) pairs."""
     import torch
-    from torch.multiprocessing.reductions import rebuild_cuda_tensor
 
     handles = pickle.loads(base64.b64decode(info["ipc_handles_pickled"]))
     uuid = str(torch.cuda.get_device_properties(device_index).uuid)
     if uuid not in handles:
         raise ValueError(f"no IPC handle for this GPU ({uuid}); the trainer sent {sorted(handles)}")
-    args = list(handles[uuid])
-    args[6] = device_index  # the sender's device index means nothing in this process
-    flat = rebuild_cuda_tensor(*args)
+    flat = _rebuild_cuda_tensor(handles[uuid], device_index)
     out, offset = [], 0
     for name, dtype, shape, size in zip(
         info["names"], info["dtype_names"], info["shapes"], info["tensor_sizes"], strict=True
