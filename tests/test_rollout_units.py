@@ -254,3 +254,34 @@ def test_prompt_ids_for_text_chat_and_continued_samples(tiny_model_dir):
     assert tok.decode(ids) == "<|im_start|>user\nWhat is 3+4?<|im_end|>\n<|im_start|>assistant\n"
     assert prompt_token_ids(Sample(prompt="3+4="), tok) == tok.encode("3+4=", add_special_tokens=False)
     assert prompt_token_ids(Sample(prompt="ignored", tokens=[7, 8, 9]), tok) == [7, 8, 9]
+
+
+def test_groups_finishing_together_fill_the_batch_in_prompt_order(make_rollout_args, monkeypatch):
+    """Six groups that all come back in the same wait: the batch takes the first two prompts, and
+    with --partial-rollout the other four go back to the buffer (no engine: the generate step is faked)."""
+    from vime.rollout import vllm_rollout
+    from vime.rollout.data_source import make_data_source
+
+    released = asyncio.Event()
+
+    async def finish_together(args, group, sampling_params, evaluation=False):
+        await released.wait()
+        for sample in group:
+            sample.status, sample.reward = Sample.Status.TRUNCATED, 0.0
+        return group
+
+    async def release_soon():
+        await asyncio.sleep(0.05)
+        released.set()
+
+    monkeypatch.setattr(vllm_rollout, "generate_and_rm_group", finish_together)
+    args = make_rollout_args("--over-sampling-batch-size", "6", "--partial-rollout")
+    data_source = make_data_source(args)
+
+    async def rollout():
+        asyncio.ensure_future(release_soon())
+        return await vllm_rollout.generate_rollout_async(args, 0, data_source.get_samples)
+
+    output, partial = run(rollout())
+    assert [[s.group_index for s in group] for group in output.samples] == [[0, 0], [1, 1]]
+    assert sorted(group[0].group_index for group in partial) == [2, 3, 4, 5]

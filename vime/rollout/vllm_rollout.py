@@ -77,8 +77,9 @@ async def generate_rollout_async(
                 )
             state.remaining_batch_size += len(groups)
         done, state.pendings = await asyncio.wait(state.pendings, return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            group = task.result()
+        # Groups that finished in the same wait are taken in prompt order, not in the set's
+        # arbitrary order: which of them fills the batch must not depend on hashing.
+        for group in sorted((task.result() for task in done), key=lambda group: _first(group).index):
             if len(group) != int(getattr(args, "n_samples_per_prompt", len(group))):
                 raise RuntimeError(f"a group came back with {len(group)} samples, not --n-samples-per-prompt")
             seen.append(group)
