@@ -279,8 +279,10 @@ def test_groups_finishing_together_fill_the_batch_in_prompt_order(make_rollout_a
     data_source = make_data_source(args)
 
     async def rollout():
-        asyncio.ensure_future(release_soon())
-        return await vllm_rollout.generate_rollout_async(args, 0, data_source.get_samples)
+        releaser = asyncio.ensure_future(release_soon())
+        result = await vllm_rollout.generate_rollout_async(args, 0, data_source.get_samples)
+        await releaser
+        return result
 
     output, partial = run(rollout())
     assert [[s.group_index for s in group] for group in output.samples] == [[0, 0], [1, 1]]
