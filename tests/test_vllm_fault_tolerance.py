@@ -67,6 +67,9 @@ def test_killed_engine_is_restarted_resynced_and_its_requests_rerun(
         target=lambda: result.update(out=generate_rollout(args, 0, make_data_source(args)))
     )
     recoveries_before = len(rollout_manager.monitor.recoveries)
+    # What TrainGroup does after a GPU (ipc / nccl) push, whose transfer itself needs CUDA: newer
+    # weights now live only in the trainer, so the restarted engine can only boot from "synced".
+    rollout_manager.note_weight_version("7")
     try:
         # Freeze the engine's scheduling so the rollout's requests are certainly in flight (held
         # inside the engine) when it dies, however fast this machine generates.
@@ -80,12 +83,16 @@ def test_killed_engine_is_restarted_resynced_and_its_requests_rerun(
         fresh = None
         if not worker.is_alive():
             assert vllm_engine.client.weight_version() == "synced"  # re-synced before serving again
+            stale_engines = rollout_manager.health()["stale_engines"]
             fresh = _greedy(vllm_engine.client)
             rollout_manager.update_weights_from_disk(str(tiny_model_dir), "base")
+            assert rollout_manager.health()["stale_engines"] == []  # every engine got the new weights
 
     assert not _pid_alive(killed_pid)
     recoveries = rollout_manager.monitor.recoveries[recoveries_before:]
     assert len(recoveries) == 1 and recoveries[0].weights_path == str(tiny_model_dir_seed1)
+    # it says which weights it serves, and that they are older than the trainer's
+    assert recoveries[0].weight_version == "synced" and recoveries[0].stale and stale_engines == [0]
     assert ray.get(vllm_engine.actor.server_pid.remote()) != killed_pid
     assert ray.get(vllm_engine.actor.info.remote())["booted_from"] == str(tiny_model_dir_seed1)
     # the fresh engine on the checkpoint answers exactly as the engine updated in place did

@@ -5,6 +5,11 @@ Every ``--rollout-health-check-interval`` seconds each engine vime started is as
 wait), restarted on its port — in a fresh Ray actor if the actor itself died — reloaded with the
 latest weights and re-tagged with their version, and only then registered with the router again.
 Requests it lost are re-sent by the rollout's generate retry loop (``vime.rollout.generate``).
+
+"Latest weights" are the latest on disk. Weights pushed over GPU (``--weight-sync ipc|nccl``) live
+only in the trainer: a restarted engine then serves the last disk checkpoint (or the base model),
+tagged with that version, so its samples say how old they are, until the trainer's next update
+reaches every engine again. Such a recovery is marked ``stale`` and logged; it is not hidden.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ class Recovery:
     reason: str
     seconds: float
     weights_path: str | None
+    weight_version: str | None = None  # the version the restarted engine serves
+    stale: bool = False  # the trainer holds newer weights (pushed over GPU) than the engine booted from
 
 
 @dataclass
@@ -59,6 +66,8 @@ class HealthMonitor:
         self._lock = threading.RLock()  # held while an engine is recovered or weights are pushed
         self.weights_path: str | None = None
         self.weight_version: str | None = None
+        self.trainer_version: str | None = None  # newer weights pushed over GPU, on no disk
+        self.stale_ranks: set[int] = set()  # restarted engines waiting for the trainer's next update
         self._thread = threading.Thread(target=self._loop, name="vime-health-monitor", daemon=True)
 
     def start(self) -> HealthMonitor:
@@ -84,7 +93,17 @@ class HealthMonitor:
 
     def note_weights(self, path: str, version: str | None) -> None:
         """The checkpoint a restarted engine must load before it serves again."""
-        self.weights_path, self.weight_version = path, version
+        with self._lock:
+            self.weights_path, self.weight_version = path, version
+            self.trainer_version = None
+            self.stale_ranks.clear()
+
+    def note_trainer_weights(self, version: str) -> None:
+        """The trainer pushed ``version`` to every engine over GPU: no engine is stale any more, but a
+        later restart can only boot from the last disk checkpoint."""
+        with self._lock:
+            self.trainer_version = str(version)
+            self.stale_ranks.clear()
 
     def _loop(self) -> None:
         if self._stop.wait(self.first_wait_s):
@@ -121,9 +140,18 @@ class HealthMonitor:
                 ray.get(actor.set_weights.remote(self.weights_path, self.weight_version))
             ray.get(actor.restart.remote(self.engines.start_timeout_s))
             self.router.add_worker(url)
-            recovery = Recovery(rank, url, reason, time.monotonic() - started, self.weights_path)
-            self.recoveries.append(recovery)
-            logger.warning(
-                "vLLM engine %d back after %.1fs on weights %s", rank, recovery.seconds, self.weights_path
+            stale = self.trainer_version is not None and self.trainer_version != self.weight_version
+            recovery = Recovery(
+                rank, url, reason, time.monotonic() - started, self.weights_path, self.weight_version, stale
             )
+            self.recoveries.append(recovery)
+            booted = self.weights_path or "the base model"
+            logger.warning("vLLM engine %d back after %.1fs on weights %s", rank, recovery.seconds, booted)
+            if stale:
+                self.stale_ranks.add(rank)
+                logger.warning(
+                    "vLLM engine %d serves %s (version %s), older than the trainer's version %s (pushed "
+                    "over GPU, on no disk); it catches up at the next weight update",
+                    rank, booted, self.weight_version, self.trainer_version,
+                )  # fmt: skip
             return recovery

@@ -194,8 +194,11 @@ class LocalRolloutManager:
         }
 
     def note_weight_version(self, version: str) -> None:
-        """GPU weight sync (ipc / nccl) went from the trainer straight to the engines: remember the version."""
+        """GPU weight sync (ipc / nccl) went from the trainer straight to the engines: remember the version
+        (an engine restarted from now on boots from the last disk checkpoint and is marked stale)."""
         self.weight_version = str(version)
+        if self.monitor is not None:
+            self.monitor.note_trainer_weights(version)
 
     # ----- data ----------------------------------------------------------------------------------
     def _data_source(self):
@@ -241,6 +244,7 @@ class LocalRolloutManager:
             collected["rollout/weight_version_min"] = float(min(versions))
         if self.monitor is not None:
             collected["rollout/engine_restarts"] = float(len(self.monitor.recoveries))
+            collected["rollout/engines_on_stale_weights"] = float(len(self.monitor.stale_ranks))
         self._rollout_metrics[rollout_id] = {k: v for k, v in collected.items() if _is_number(v)}
         path = self.args.custom_convert_samples_to_train_data_path
         convert = load_function(path) if path else convert_samples_to_train_data
@@ -399,6 +403,7 @@ class LocalRolloutManager:
             "engines": self.engines.urls if self.engines else [],
             "healthy": self.engines.call("health") if self.engines else [],
             "recoveries": [vars(r) for r in self.monitor.recoveries] if self.monitor else [],
+            "stale_engines": sorted(self.monitor.stale_ranks) if self.monitor else [],
             "weights_path": self.weights_path,
             "weight_version": self.weight_version,
         }
