@@ -16,6 +16,7 @@ import torch
 from vime.algorithms.aggregation import aggregate
 from vime.algorithms.kl import approx_kl
 from vime.algorithms.policy_loss import cispo_loss, gspo_loss, ppo_clip_loss, truncated_importance_weights
+from vime.utils.args.defaults import flag_value
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class LossConfig:
 
     @classmethod
     def from_args(cls, args: Namespace) -> LossConfig:
-        estimator = getattr(args, "advantage_estimator", "grpo")
+        estimator = flag_value(args, "advantage_estimator")
         kind = estimator if estimator in ("gspo", "cispo") else "ppo"
         return cls(
             kind=kind,

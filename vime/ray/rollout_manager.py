@@ -42,6 +42,7 @@ from vime.backends.vllm_utils.arguments import router_cli_args, vllm_server_cli_
 from vime.ray.engine_group import EngineGroup
 from vime.ray.health_monitor import HealthMonitor, engine_problem
 from vime.ray.router_process import RouterClient, RouterProcess
+from vime.utils.args.defaults import flag_value
 from vime.utils.http_utils import allocate_ports, get_host_ip
 from vime.utils.misc import load_function
 from vime.utils.types import RolloutFnEvalOutput, RolloutFnTrainOutput, Sample, call_rollout_fn
@@ -165,8 +166,8 @@ class LocalRolloutManager:
 
         tokens = vllm_server_cli_args(self.args, on_cpu=self.on_cpu)
         extra = engine_flags_for(
-            getattr(self.args, "weight_sync", "disk") or "disk",
-            bool(getattr(self.args, "offload_rollout", False)),
+            flag_value(self.args, "weight_sync"),
+            bool(flag_value(self.args, "offload_rollout")),
             gpus=not self.on_cpu,
         )
         for group in extra:
@@ -392,7 +393,7 @@ class LocalRolloutManager:
 
     def offload(self) -> list[bool]:
         """Release engine memory while training runs (GPU); on the CPU each engine logs that it cannot."""
-        return self.engines.call("sleep", int(getattr(self.args, "rollout_sleep_level", 1) or 1))
+        return self.engines.call("sleep", int(flag_value(self.args, "rollout_sleep_level")))
 
     def onload(self, tags: list[str] | None = None) -> list[bool]:
         return self.engines.call("wake_up", tags)

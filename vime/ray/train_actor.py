@@ -24,6 +24,7 @@ from typing import Any
 import ray
 
 from vime.ray.placement_group import PlacementSlice
+from vime.utils.args.defaults import flag_value
 
 logger = logging.getLogger(__name__)
 
@@ -236,7 +237,7 @@ class TrainGroup:
         """Push the weights to every engine the way ``--weight-sync`` says; returns seconds taken."""
         start = time.perf_counter()
         self.weight_version = self.weight_version + 1 if version is None else version
-        mode = getattr(self.args, "weight_sync", "disk") or "disk"
+        mode = flag_value(self.args, "weight_sync")
         if mode in ("ipc", "nccl") and rollout_manager is not None:
             self.last_sync = self._update_weights_gpu(mode, rollout_manager)
             return time.perf_counter() - start
@@ -261,8 +262,8 @@ class TrainGroup:
             assigned = [urls] + [[] for _ in range(ranks - 1)]
         options = {
             "bucket_bytes": self.args.update_weight_buffer_size,
-            "api": getattr(self.args, "weight_sync_api", "auto") or "auto",
-            "engine_world_size": getattr(self.args, "rollout_num_gpus_per_engine", 1),
+            "api": flag_value(self.args, "weight_sync_api"),
+            "engine_world_size": flag_value(self.args, "rollout_num_gpus_per_engine"),
         }
         version = str(self.weight_version)
         results = ray.get(

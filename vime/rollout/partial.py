@@ -16,6 +16,7 @@ from argparse import Namespace
 from typing import Any
 
 from vime.rollout.generate import router_url
+from vime.utils.args.defaults import flag_value
 from vime.utils.http_utils import CONNECTION_ERRORS, HTTPStatusError, get, post
 from vime.utils.types import Sample
 
@@ -53,7 +54,7 @@ async def abort_in_flight(args: Namespace, state: Any, rollout_id: int) -> list[
         # run to the end.
         await abort_all(urls)
         done, state.pendings = await asyncio.wait(state.pendings, timeout=_REABORT_S)
-        if not getattr(args, "partial_rollout", False):
+        if not flag_value(args, "partial_rollout"):
             continue
         for task in done:
             group = task.result()

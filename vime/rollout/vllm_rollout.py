@@ -80,7 +80,7 @@ async def generate_rollout_async(
         # Groups that finished in the same wait are taken in prompt order, not in the set's
         # arbitrary order: which of them fills the batch must not depend on hashing.
         for group in sorted((task.result() for task in done), key=lambda group: _first(group).index):
-            if len(group) != int(getattr(args, "n_samples_per_prompt", len(group))):
+            if len(group) != int(flag_value(args, "n_samples_per_prompt")):
                 raise RuntimeError(f"a group came back with {len(group)} samples, not --n-samples-per-prompt")
             seen.append(group)
             verdict = call_dynamic_filter(dynamic_filter, args, group)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from vime.utils.args.defaults import flag_value
+
 
 class ArgumentValidationError(ValueError):
     """A bad command line; the message is one line that names the flag and the fix."""
@@ -30,11 +32,7 @@ def has_gpu() -> bool:
 
 def check_backend_available(args: argparse.Namespace) -> None:
     """Refuse the Megatron backend at once on a machine without a GPU."""
-    if (
-        getattr(args, "train_backend", "torch") == "megatron"
-        and not args.debug_rollout_only
-        and not has_gpu()
-    ):
+    if flag_value(args, "train_backend") == "megatron" and not args.debug_rollout_only and not has_gpu():
         raise ArgumentValidationError(
             "--train-backend megatron needs an NVIDIA GPU and this machine has none: "
             "use --train-backend torch on the CPU"
