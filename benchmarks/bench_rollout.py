@@ -188,7 +188,7 @@ def main() -> None:
             f"client CPU {statistics.median(cpu[key]):.4f} s per 1k tokens"
         )
     for name, value in overheads(medians).items():
-        console.print(f"{name}: {value * 100:5.1f} %" + (" (issue 14 goal <= 2 %)" if "vime" in name else ""))
+        console.print(f"{name}: {value * 100:5.1f} %" + (" (goal <= 2 %)" if "vime" in name else ""))
     console.print(
         f"weight update from disk: median {statistics.median(update_seconds):.3f} s "
         f"(runs {[round(s, 3) for s in update_seconds]})"

@@ -1,4 +1,4 @@
-"""Checkpoint safety (issue 12): another run's --save is refused, --load of a step dir loads that step.
+"""Checkpoint safety: another run's --save is refused, --load of a step dir loads that step.
 
 These run validation only (no Ray, no engine): each case is refused or resolved before anything starts.
 """

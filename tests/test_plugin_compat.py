@@ -1,4 +1,4 @@
-"""Plugin files keep slime's SGLang HTTP idiom through vime.compat (issue 10): translation and adapter.
+"""Plugin files keep slime's SGLang HTTP idiom through vime.compat: translation and adapter.
 
 The translation half runs the real translator on slime-style plugin code; the adapter half checks
 the request/response conversion as pure functions (the live engine is exercised by

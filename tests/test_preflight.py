@@ -1,4 +1,4 @@
-"""Bad runs are refused before anything starts (issue 12): each case one line, within seconds.
+"""Bad runs are refused before anything starts: each case one line, within seconds.
 
 Every case runs the real ``train.py`` in a subprocess (no Ray, no engine is reached) and
 records how long the refusal took; the figures are printed for docs/training.md, not asserted.

@@ -1,4 +1,4 @@
-"""Issue 13: a review queue a person clears quickly, on small real git histories (stand-in translator
+"""A review queue a person clears quickly, on small real git histories (stand-in translator
 from window_helpers for the merge machinery; the real gate checks and real git throughout).
 
 Grouped questions and per-site decisions, per-hunk provenance across several PRs touching one file,

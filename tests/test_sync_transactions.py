@@ -1,4 +1,4 @@
-"""Fault injection (issue 11): `window` and `resolve` leave the complete result or nothing.
+"""Fault injection: `window` and `resolve` leave the complete result or nothing.
 
 For each stage of both, an exception, SIGINT and SIGTERM at the stage boundary (plus an exception
 after the commit is made, a failing git hook, read-only folders, a held lock, pool workers killed

@@ -1,4 +1,4 @@
-"""Training runs a user can trust (issue 12), with the real engine, router, trainer and Ray.
+"""Training runs a user can trust, with the real engine, router, trainer and Ray.
 
 - Ctrl-C (SIGINT to the whole process group, as a terminal sends it), and SIGTERM to train.py
   alone (as a job scheduler sends it), save the last trained step and leave within 10 s, with no

@@ -50,14 +50,14 @@ def test_unparseable_python_is_left_as_upstream_wrote_it_with_a_parse_error():
 
 
 def test_unparseable_python_keeps_import_sglang_and_lists_it():
-    """Issue 11: prose rules rewrote ``import sglang`` to ``import vLLM`` and the line left the report."""
+    """A bug once seen: prose rules rewrote ``import sglang`` to ``import vLLM`` and the line left the report."""
     result = translate("slime/x.py", b"import sglang\n# sglang is fast\ndef f(:\n    pass\n")
     assert result.data.startswith(b"import sglang\n")
     assert [ref.line for ref in result.unmapped] == [1, 2]
 
 
 def test_sglang_name_beside_an_existing_vllm_name_is_not_merged_into_it():
-    """Issue 11: ``sglang_x`` and an existing ``vllm_x`` in one scope both became ``vllm_x``."""
+    """A bug once seen: ``sglang_x`` and an existing ``vllm_x`` in one scope both became ``vllm_x``."""
     result = translate("slime/x.py", b"sglang_url = 1\nvllm_url = 2\nprint(sglang_url, vllm_url)\n")
     assert b"sglang_url = 1\nvllm_url = 2\nprint(sglang_url, vllm_url)" in result.data
     assert {ref.line for ref in result.unmapped} == {1, 3}

@@ -106,7 +106,7 @@ def test_unreadable_state_file_and_missing_cutoff(sc):
         match=r"\.vime-sync/state\.toml \(committed at HEAD\) is unreadable .*; fix it, or pass --from",
     ):
         run_window(sc.upstream, sc.downstream, to_pr=14, rules=FakeRules(), translate_fn=fake_translate)
-    # issue 11: the advice works: --from gets past a broken state file, and commit 1 writes a good one
+    # the advice works: --from gets past a broken state file, and commit 1 writes a good one
     result = run_window(
         sc.upstream, sc.downstream, to_pr=14, from_pr=11, rules=FakeRules(), translate_fn=fake_translate
     )

@@ -1,7 +1,7 @@
 """Client-side routing: vime's generate requests go straight to an engine picked here, not via vllm-router.
 
-Why: the extra HTTP hop through vllm-router cost 13 % of rollout throughput on an H200 (issue 14,
-docs/benchmarks.md). The router keeps its other jobs: it is the registry of healthy engines (the
+Why: the extra HTTP hop through vllm-router cost 13 % of rollout throughput on an H200
+(docs/benchmarks.md). The router keeps its other jobs: it is the registry of healthy engines (the
 RolloutManager and the health monitor add and remove workers there), and plugins or external
 users may still post to it. So the engine list is read from ``GET {router}/workers``: on first use,
 at most every ``refresh_s`` seconds after that, and soon after a request failed.

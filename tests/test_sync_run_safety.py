@@ -1,4 +1,4 @@
-"""Every case issue 11 lists, one test each (each failed on the main before the fix): downstream work
+"""Safety of a sync run for the fork's team, one case per test (each failed before its fix): downstream work
 kept, resolve trusting only commit 1, status per window, no writes in the user's checkout, runs that
 can be reproduced, and one line (exit 1) instead of a traceback. Real git repositories and the real
 CLI; the stand-in translator where only the merge machinery matters."""
