@@ -197,7 +197,58 @@ def test_regression_gate_passes_when_only_old_failures_remain(tmp_path):
     result = _window(up, down, 2, 2)
     resolve_branch(result.worktree)
     r = regression_gate(result.worktree)
-    assert r.passed and len(r.preexisting) == 1 and "no --per-pr commits" in r.notes[0]
+    assert r.passed and len(r.preexisting) == 1 and "no --per-pr commits" in r.notes[-1]
+    assert "contracts not compared" in r.notes[0]  # nothing of this tree is a hook they could test
+
+
+REWARD_PLUGIN = "vime_plugins/rollout/math_reward.py"
+GOOD_REWARD = "async def reward_func(args, sample, **kwargs) -> float:\n    return 1.0\n"
+DICT_REWARD = "async def reward_func(args, sample, **kwargs) -> dict:\n    return {'score': 1.0}\n"
+REWARD_CONTRACT = (
+    '[[contract]]\nfile = "tests/contract/test_reward_contract.py"\n'
+    'args = ["--custom-rm-path", "vime_plugins.rollout.math_reward.reward_func"]\n'
+    '[[contract]]\nfile = "tests/contract/test_buffer_filter_contract.py"\n'
+    'args = ["--buffer-filter-path", "vime_plugins.buffer.pop_none"]\n'
+)
+PLUGIN_BASE = {
+    "vime_plugins/__init__.py": "",
+    "vime_plugins/rollout/__init__.py": "",
+    REWARD_PLUGIN: GOOD_REWARD,
+    # broken before the window: a buffer filter that returns nothing (pre-existing, not counted)
+    "vime_plugins/buffer.py": "def pop_none(args, rollout_id, buffer, num_samples):\n    return None\n",
+}
+
+
+def test_regression_gate_bisects_a_broken_contract_to_its_pr(tmp_path):
+    """The hook contracts of the downstream's gate.toml run before and after the window too: the
+    reward function that PR #3 breaks is named with #3; the buffer filter broken before is not counted."""
+    up, down = _pair(tmp_path, PLUGIN_BASE, {".vime-sync/gate.toml": REWARD_CONTRACT})
+    commit(up, "fine (#2)", {"vime_plugins/__init__.py": "VERSION = 2\n"})
+    commit(up, "reward returns a dict (#3)", {REWARD_PLUGIN: DICT_REWARD})
+    commit(up, "fine again (#4)", {"vime_plugins/__init__.py": "VERSION = 4\n"})
+    result = _window(up, down, 4, 2, per_pr=True)
+    resolve_branch(result.worktree)
+
+    r = regression_gate(result.worktree, file_prs=result.window.prs_by_file())
+    assert [(f.check, f.files, f.prs) for f in r.new] == [("contract", [REWARD_PLUGIN], [3])]
+    assert "reward is a dict" in r.new[0].message and str(tmp_path) not in r.new[0].message
+    assert r.preexisting and {(f.check, *f.files) for f in r.preexisting} == {
+        ("contract", "vime_plugins/buffer.py")
+    }
+    assert not r.fixed and r.probes <= 2 + 3  # before, after, and a bisection over 3 steps
+
+    static_only = regression_gate(result.worktree, contracts=False)
+    assert static_only.passed and not static_only.preexisting
+
+    out = CliRunner().invoke(app, ["gate", "--worktree", str(result.worktree), "--regressions"])
+    assert out.exit_code == 1 and f"1 new, 0 fixed, {len(r.preexisting)} pre-existing" in out.output, (
+        out.output
+    )
+    assert "PR: #3" in (result.report_dir / "GATE.md").read_text()
+    out = CliRunner().invoke(
+        app, ["gate", "--worktree", str(result.worktree), "--regressions", "--static-only"]
+    )
+    assert out.exit_code == 0, out.output
 
 
 # --- the ledger ------------------------------------------------------------------------------------

@@ -83,16 +83,23 @@ def _regressions(
     report_dir: Path,
     mapping: dict[str, list[int | str]],
     before: str | None,
+    contracts: bool,
 ) -> None:
     """``--regressions``: new / fixed / pre-existing failures, each new one with its PR; exit 1 on new."""
     import subprocess
 
+    from sync.gate import GateConfigError
     from sync.gate.regression import regression_gate, write_regressions
     from sync.gate.result import pr_label
 
     with console.status("gate: starting") as status:
         try:
-            result = regression_gate(worktree, before, mapping, on_step=lambda s: status.update(f"gate: {s}"))
+            result = regression_gate(
+                worktree, before, mapping, contracts=contracts, on_step=lambda s: status.update(f"gate: {s}")
+            )
+        except GateConfigError as exc:
+            console.print(f"vime-sync gate: {exc}", markup=False)
+            raise typer.Exit(1) from None
         except (ValueError, subprocess.CalledProcessError) as exc:
             console.print(
                 f"vime-sync gate: {exc}; pass --before REV (the downstream before the window)", markup=False
@@ -138,6 +145,13 @@ def register(app: typer.Typer) -> None:
                 help="With --regressions: the tree before the window (default: the branch's base).",
             ),
         ] = None,
+        static_only: Annotated[
+            bool,
+            typer.Option(
+                "--static-only",
+                help="With --regressions: compare the static checks only, not the hook contracts.",
+            ),
+        ] = False,
     ) -> None:
         """Static checks (compile, sglang imports, --vllm-* flags, conflict markers) and the hook contracts."""
         from sync.gate import GateConfigError, run_gate
@@ -151,7 +165,7 @@ def register(app: typer.Typer) -> None:
             console.print(f"vime-sync gate: {exc}", markup=False)
             raise typer.Exit(1) from None
         if regressions:
-            _regressions(console, worktree, report_dir, mapping, before)
+            _regressions(console, worktree, report_dir, mapping, before, contracts=not static_only)
         with console.status("gate: starting") as status:
             try:
                 result = run_gate(

@@ -1,7 +1,7 @@
 """The gate in regression-only mode: fail on what the window broke, not on what was broken before.
 
-The same static checks run on the downstream as it was before the window (the sync branch's base)
-and on the sync worktree. A failure in both is pre-existing (kept as a count and a list); one only
+The same static checks and hook contracts run on the downstream as it was before the window (the
+sync branch's base) and on the sync worktree. A failure in both is pre-existing (kept as a count and a list); one only
 after the window is new, and its PR is found by bisecting the ``--per-pr`` commits of the branch
 (the first step whose tree has the failure); one only before is fixed. Failures are compared by
 check, files and message with line numbers left out, so a shifted line is still the same failure.
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sync.gate.config import load_gate_config
+from sync.gate.config import ContractRun, load_gate_config
 from sync.gate.result import GateFailure, GateResult, pr_label, prs_for
 
 if TYPE_CHECKING:
@@ -139,6 +139,53 @@ def static_probe(repo: Path, rules: RuleSet | None = None) -> Probe:
     return probe
 
 
+def contract_probe(repo: Path, runs: list[ContractRun]) -> Probe:
+    """Run the contract ``runs`` (the worktree's gate.toml, the same for every tree) on a revision's tree.
+
+    Each tree uses its own contract files where it has them. The scratch folder's path is taken
+    out of the messages, so the same failure in two trees has the same key.
+    """
+    from sync.gate.contracts import ContractSetupError, run_contract
+
+    def probe(rev: str) -> dict[Key, GateFailure]:
+        failures: list[GateFailure] = []
+        with checkout(repo, rev) as tree:
+            for run in runs:
+                try:
+                    found, _note = run_contract(tree, run, {})
+                except ContractSetupError as exc:
+                    found = [GateFailure(check="contract", message=str(exc), files=list(run.files))]
+                failures += found
+            for f in failures:
+                f.message = f.message.replace(f"{tree}/", "").replace(str(tree), ".")
+        return keyed(failures)
+
+    return probe
+
+
+def tree_contract_runs(repo: Path) -> list[ContractRun]:
+    """The contract runs whose result can differ between trees of ``repo``: its gate.toml's, or vime's
+    defaults when the tree carries vime's framework or contract files; none when the defaults would
+    only test this installation's hooks (the same answer for every tree)."""
+    from sync.gate.contracts import CONTRACT_DIR, default_runs
+
+    configured = load_gate_config(repo).contracts
+    if configured:
+        return configured
+    if (repo / "vime" / "utils" / "types.py").is_file() or (repo / CONTRACT_DIR).is_dir():
+        return default_runs(repo)
+    return []
+
+
+def gate_probe(repo: Path, runs: list[ContractRun], rules: RuleSet | None = None) -> Probe:
+    """The static checks and the contract ``runs`` on one tree."""
+    static = static_probe(repo, rules)
+    if not runs:
+        return static
+    run_contracts = contract_probe(repo, runs)
+    return lambda rev: static(rev) | run_contracts(rev)
+
+
 def bisect(steps: list[Step], key: Key, probe: Callable[[int], set[Key]]) -> Step | None:
     """The first step whose tree has ``key`` (assumes once in, it stays: the usual bisection bet)."""
     lo, hi = 0, len(steps) - 1
@@ -159,14 +206,23 @@ def regression_gate(
     file_prs: dict[str, list[int | str]] | None = None,
     *,
     probe: Probe | None = None,
+    contracts: bool = True,
     on_step: Callable[[str], None] | None = None,
 ) -> RegressionResult:
-    """Compare the checks before the window with the worktree's HEAD; bisect each new failure."""
+    """Compare the checks (static, and the contracts unless ``contracts`` is False) before the window
+    with the worktree's HEAD; bisect each new failure."""
     worktree = Path(worktree)
     on_step = on_step or (lambda _s: None)
     before = before or branch_base(worktree)
-    probe = probe or static_probe(worktree)
     result = RegressionResult(before=before)
+    if probe is None:
+        runs = tree_contract_runs(worktree) if contracts else []
+        if contracts and not runs:
+            result.notes.append(
+                "contracts not compared: no [[contract]] in .vime-sync/gate.toml and no vime framework in "
+                "the tree, so they would test this installation's hooks only (the plain gate runs them)"
+            )
+        probe = gate_probe(worktree, runs)
     on_step(f"checks before the window ({before[:12]})")
     old = probe(before)
     on_step("checks after the window")
