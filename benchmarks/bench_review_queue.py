@@ -187,10 +187,16 @@ def chained(up: Path, down: Path, cut: str, tip1: str, tip2: str, rules, edits_f
     plain = gate_counts(wt, rules)
     print(f"\ngate, plain static checks on the resolved tree: {len(plain.failures)} failures "
           f"{dict(Counter(f.check for f in plain.failures))} ({time.perf_counter() - t:.0f} s)")  # fmt: skip
-    t = time.perf_counter()
-    reg = regression_gate(wt, file_prs=w.prs_by_file())
-    print(f"gate --regressions: {len(reg.new)} new, {len(reg.fixed)} fixed, {len(reg.preexisting)} pre-existing; "
-          f"{reg.probes} trees checked, {time.perf_counter() - t:.0f} s")  # fmt: skip
+    for contracts in (False, True):
+        t = time.perf_counter()
+        reg = regression_gate(wt, file_prs=w.prs_by_file(), contracts=contracts)
+        what = "static checks and contracts" if contracts else "static checks only"
+        print(f"gate --regressions ({what}): {len(reg.new)} new, {len(reg.fixed)} fixed, "
+              f"{len(reg.preexisting)} pre-existing; {reg.probes} trees checked, {time.perf_counter() - t:.0f} s")  # fmt: skip
+        for label, items in (("new", reg.new), ("fixed", reg.fixed), ("pre-existing", reg.preexisting)):
+            print(f"  {label} by check: {dict(Counter(f.check for f in items))}")
+        for note in reg.notes:
+            print(f"  note: {note[:160]}")
     for f in reg.new:
         print(f"  NEW {f.check} {f.files} PRs {f.prs}: {f.message[:110]}")
     for f in reg.fixed[:10]:

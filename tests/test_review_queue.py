@@ -362,6 +362,55 @@ def test_layout_default_port_lands_nothing(tmp_path):
     assert git(result.worktree, "diff", "--stat", "HEAD~1", "--", "vime") == ""
 
 
+GROUP_LAYOUT = """kind = "layout"
+default = "port"
+[paths]
+"slime/engine/" = { port = "vime/engine/" }
+"slime/single.py" = { port = "vime/single.py" }
+"""
+
+
+def test_port_requests_are_asked_once_per_layout_entry_or_folder_and_answered_per_file(tmp_path):
+    """Three files under one layout folder entry and two in one unlisted folder: two questions,
+    not five; a file-level answer overrides its group's; a file alone keeps its own question."""
+    base = {"slime/engine/a.py": "A = 1\n", "slime/engine/b.py": "B = 1\n", "slime/engine/c.py": "C = 1\n",
+            "slime/agent/x.py": "X = 1\n", "slime/agent/y.py": "Y = 1\n", "slime/single.py": "S = 1\n"}  # fmt: skip
+    up, down = _pair(tmp_path, base)
+    commit(down, "vime layout", {"translations/layout.toml": GROUP_LAYOUT})
+    commit(up, "engine (#2)", {"slime/engine/a.py": "A = 2\n", "slime/engine/b.py": "B = 2\n"})
+    commit(up, "engine and agent (#3)", {"slime/engine/c.py": None, "slime/agent/x.py": "X = 2\n",
+                                         "slime/agent/y.py": "Y = 2\n", "slime/single.py": "S = 2\n"})  # fmt: skip
+    result = _window(up, down, 3, 2)
+    assert sorted(o.outcome for o in result.outcomes) == ["port"] * 6
+    ports = [q for q in result.questions if q.kind == "port"]
+    assert [(q.file, len(q.sites)) for q in ports] == [("vime/single.py", 0), ("vime/agent/x.py", 2),
+                                                       ("vime/engine/a.py", 3)]  # fmt: skip
+    engine = ports[2]
+    assert engine.prs == [2, 3] and [s["prs"] for s in engine.sites] == [[2], [2], [3]]
+    assert [s["snippet"] for s in engine.sites] == ["slime/engine/a.py: +1 -1 lines", "slime/engine/b.py: +1 -1 lines",
+                                                    "slime/engine/c.py: deleted upstream"]  # fmt: skip
+    assert "3 upstream files under slime/engine/" in engine.summary and engine.default == "ours"
+    for (
+        site
+    ) in engine.sites:  # every file's diff is beside the report, the upstream version where there is one
+        assert "+" in (result.report_dir / site["diff"]).read_text() or site["alternative"] is None
+    assert (result.report_dir / "alternatives/slime/engine/a.py").read_text() == "A = 2\n"
+    assert "`vime/engine/b.py` (#2)" in (result.report_dir / "QUESTIONS.md").read_text()
+
+    def answer(q):  # the engine group: adopt upstream, except b.py, which vime ports by hand
+        if q["kind"] == "port" and q["sites"] and q["file"] == "vime/engine/a.py":
+            q["decision"] = "theirs"
+            q["sites"][1]["decision"] = "ours"
+
+    _answer(result, answer)
+    wt = result.worktree
+    resolve_branch(wt)
+    assert (wt / "vime/engine/a.py").read_text() == "A = 2\n"  # adopted with its group
+    assert (wt / "vime/engine/b.py").read_text() == "B = 1\n"  # its own answer: ported by hand
+    assert not (wt / "vime/engine/c.py").exists()  # the group adopted upstream's deletion
+    assert (wt / "vime/agent/x.py").read_text() == "X = 1\n"  # the default: nothing lands
+
+
 def test_a_bad_layout_is_one_clear_error_and_changes_nothing(tmp_path):
     up, down = _pair(tmp_path, {"slime/a.py": "A = 1\n"})
     commit(down, "layout", {"translations/layout.toml": 'kind = "layout"\n[paths]\n"slime/a.py" = 3\n'})

@@ -4,6 +4,7 @@
   const doc = JSON.parse(document.getElementById("vime-data").textContent);
   const choices = {};
   const siteEdits = {};
+  const siteChoices = {};
   let filter = "all";
 
   for (const q of doc.questions) {
@@ -79,8 +80,32 @@
     return card;
   }
 
+  // A port group: every file (its PRs, the size of its translated change, its diff beside this page),
+  // each of which may take its own answer instead of the group's.
+  function renderPortSites(q) {
+    const list = el("table", { class: "sites" });
+    list.appendChild(el("tr", {}, [el("th", { text: "file" }), el("th", { text: "PRs" }), el("th", { text: "change" }), el("th", { text: "answer" })]));
+    siteChoices[q.id] = siteChoices[q.id] || {};
+    q.sites.forEach((s, i) => {
+      const pick = el("select", { title: "this file's own answer" });
+      for (const opt of ["(the group's)", ...q.options]) pick.appendChild(el("option", { value: opt, text: opt }));
+      if (s.decision) { pick.value = s.decision; siteChoices[q.id][i] = s.decision; }
+      pick.addEventListener("change", () => {
+        siteChoices[q.id][i] = q.options.includes(pick.value) ? pick.value : null;
+      });
+      list.appendChild(el("tr", {}, [
+        el("td", {}, [el("code", { text: s.file })]),
+        el("td", { text: prText(s.prs) }),
+        el("td", {}, [el("code", { text: s.snippet }), document.createTextNode(" "), el("a", { href: s.diff, text: "diff" })]),
+        el("td", {}, [pick]),
+      ]));
+    });
+    return list;
+  }
+
   // A grouped question: every site (file:line, the PRs behind that line), each editable on its own.
   function renderSites(q) {
+    if (q.kind === "port") return renderPortSites(q);
     const list = el("table", { class: "sites" });
     list.appendChild(el("tr", {}, [el("th", { text: "site" }), el("th", { text: "PRs" }), el("th", { text: "line" }), el("th", { text: "edit" })]));
     siteEdits[q.id] = siteEdits[q.id] || {};
@@ -128,6 +153,7 @@
         q.sites[i].decision = "edit";
         q.sites[i].edit = text.value;
       }
+      for (const [i, answer] of Object.entries(siteChoices[q.id] || {})) q.sites[i].decision = answer;
     }
     return JSON.stringify(out, null, 2) + "\n";
   }

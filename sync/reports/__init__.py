@@ -37,6 +37,12 @@ def build_reports(ctx: ReportContext) -> dict[str, bytes]:
                 files[f"{base}/{q.alternative}"] = alt
         if q.diff:
             files[f"{base}/{q.diff}"] = q.sides.get("theirs", "").encode()
+        for site in q.sites if q.kind == "port" else []:  # a port group: each file's upstream version
+            alt = ports[site["upstream"]].alternative
+            if site.get("alternative") and alt is not None:
+                files[f"{base}/{site['alternative']}"] = alt
+        for rel, text in q.attachments.items():
+            files[f"{base}/{rel}"] = text.encode()
     return files
 
 

@@ -49,6 +49,9 @@ class Question:
     edit: str | None = None
     sites: list[dict[str, Any]] = field(default_factory=list)
     diff: str | None = None
+    # files written beside the report (path inside it -> text), not part of decisions.json: the
+    # translated diff of each file of a port group
+    attachments: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -291,6 +294,10 @@ def build_questions(
             entry["recorded_in"] = record.get("window", "?")
         groups.setdefault((kind, ref), _Group(kind, ref)).sites.append(entry)
 
+    ports: dict[str, list[FileOutcome]] = {}
+    for out in sorted(outcomes, key=lambda o: o.upstream_path):
+        if out.outcome == "port":
+            ports.setdefault(out.port_group or out.path, []).append(out)
     for out in sorted(outcomes, key=lambda o: o.path):
         if out.outcome in ("conflict", "add_add") and out.data is not None:
             for h in parse_hunks(out.data, out.marker_size):
@@ -322,14 +329,15 @@ def build_questions(
                 "binary file changed on both sides: ours kept; theirs = take upstream's file", ["ours", "theirs"],
                 "ours", alternative=f"alternatives/{out.path}",
             )  # fmt: skip
+        elif out.outcome == "port" and len(ports.get(out.port_group or out.path, [])) > 1:
+            pass  # asked once for its whole group, below
         elif out.outcome == "port":
             add(
                 "port", out, content_key("port", out.path, out.alternative or b""),
                 f"{out.note}: ours = vime stays as it is and the change is ported by hand (the translated "
                 f"upstream diff is saved beside this report); theirs = adopt upstream's "
                 f"{'translated file' if out.alternative is not None else 'deletion'}",
-                PORT_OPTIONS, "ours", diff=f"ports/{out.upstream_path}.diff",  # upstream path: two may share a target
-                alternative=f"alternatives/{out.upstream_path}" if out.alternative is not None else None,
+                PORT_OPTIONS, "ours", diff=_port_diff_path(out), alternative=_port_alternative(out),
                 sides={"theirs": prov.annotate(out, port_diff(out))},
             )  # fmt: skip
         if out.theirs is not None and out.theirs.parse_error and out.outcome not in ("not_mirrored", "port"):
@@ -366,11 +374,76 @@ def build_questions(
                 snippet,
                 content_key("unmapped", snippet.strip()),
             )
+    for group, members in sorted(ports.items()):
+        if len(members) > 1:
+            questions.append(
+                _port_group_question(group, members, f"Q{len(questions) + 1}", prs_for, prov, recorded, order)
+            )
     for kind in GROUP_KINDS:
         for (k, _ref), g in sorted(groups.items()):
             if k == kind:
                 questions.append(_group_question(g, f"Q{len(questions) + 1}", order))
     return questions
+
+
+def _port_diff_path(out: FileOutcome) -> str:
+    return f"ports/{out.upstream_path}.diff"  # upstream path: two may share a target
+
+
+def _port_alternative(out: FileOutcome) -> str | None:
+    return f"alternatives/{out.upstream_path}" if out.alternative is not None else None
+
+
+def _port_group_question(
+    group: str,
+    members: list[FileOutcome],
+    qid: str,
+    prs_for: Callable[[FileOutcome], list[int | str]],
+    prov: Provenance,
+    recorded: Callable[[str], dict[str, Any] | None],
+    order: list[int | str],
+) -> Question:
+    """One question for the port requests of one layout entry or folder; a site per file, each of
+    which may take its own answer (and keeps a recorded one)."""
+    sites, attachments = [], {}
+    for out in members:
+        key = content_key("port", out.path, out.alternative or b"")
+        diff = port_diff(out)
+        attachments[_port_diff_path(out)] = prov.annotate(out, diff)
+        added = sum(1 for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++"))
+        removed = sum(1 for line in diff.splitlines() if line.startswith("-") and not line.startswith("---"))
+        change = "deleted upstream" if out.alternative is None else f"+{added} -{removed} lines"
+        site: dict[str, Any] = {
+            "file": out.path, "upstream": out.upstream_path, "lines": [], "prs": prs_for(out),
+            "snippet": f"{out.upstream_path}: {change}", "key": key, "decision": None, "edit": None,
+            "diff": _port_diff_path(out), "alternative": _port_alternative(out),
+        }  # fmt: skip
+        record = recorded(key)
+        if record is not None and record.get("decision") in PORT_OPTIONS:
+            site["decision"], site["recorded_in"] = record["decision"], record.get("window", "?")
+        sites.append(site)
+    why = members[0].note if len({m.note for m in members}) == 1 else "port requests"
+    summary = (
+        f"{len(members)} upstream files under {group} ({why}): ours = vime stays as it is and each change "
+        "is ported by hand (the translated upstream diffs are saved beside this report, one per file); "
+        "theirs = adopt upstream's translated files (deletions included)"
+    )
+    q = Question(
+        id=qid, kind="port", file=members[0].path, lines=[], options=PORT_OPTIONS, default="ours",
+        prs=_in_order([p for site in sites for p in site["prs"]], order), rules=[], tier="Confirm",
+        key=content_key("group-port", group, *(site["key"] for site in sites)), summary=summary,
+        sides={"theirs": attachments[_port_diff_path(members[0])]}, sites=sites, attachments=attachments,
+    )  # fmt: skip
+    settled = [site for site in sites if site["decision"]]
+    if len(settled) == len(sites):
+        q.tier = "Settled"
+        q.decision = settled[0]["decision"] if len({site["decision"] for site in settled}) == 1 else None
+        q.summary += (
+            f" (recorded decisions from window {', '.join(sorted({s['recorded_in'] for s in settled}))})"
+        )
+    elif settled:
+        q.summary += f"; {len(settled)} of {len(sites)} files already have a recorded decision"
+    return q
 
 
 def expand_sites(questions: list[Question]) -> list[Question]:
@@ -390,6 +463,7 @@ def expand_sites(questions: list[Question]) -> list[Question]:
                     rules=q.rules, options=q.options, default=q.default,
                     tier="Settled" if s.get("recorded_in") else q.tier, key=s["key"], summary=q.summary,
                     sides={"theirs": s["snippet"]}, decision=decision, edit=edit,
+                    alternative=s.get("alternative"), diff=s.get("diff"),
                 )
             )  # fmt: skip
     return out

@@ -9,11 +9,13 @@ decisions.json schema (``vime-sync/decisions/v1``; documented in docs/sync.md)::
                     "file", "hunk", "lines": [start, end], "prs", "rules", "tier": "Decide|Confirm|Settled",
                     "options", "default", "key", "summary", "marker_size", "sides": {"ours","base","theirs"},
                     "alternative", "decision": null | option, "edit": null | text,
-                    "sites": [{"file", "lines", "prs", "snippet", "key", "decision", "edit"}],
+                    "sites": [{"file", "lines", "prs", "snippet", "key", "decision", "edit",
+                               "upstream", "diff", "alternative"}],   # the last three: port groups
                     "diff": null | "ports/<path>.diff"}]}
 
-A grouped question (``unsupported`` per rule, ``unmapped`` per reference) lists its ``sites``; its
-decision (an ``edit`` text too) applies to every site unless a site has its own.
+A grouped question (``unsupported`` per rule, ``unmapped`` per reference, ``port`` per layout entry
+or upstream folder with more than one file) lists its ``sites``; its decision (an ``edit`` text too)
+applies to every site unless a site has its own (a port site: ``ours`` or ``theirs``).
 
 A reviewer fills ``decision`` (and ``edit`` when the decision is ``edit``); resolve uses ``default``
 for Confirm questions left open and refuses while a Decide question has no decision.
@@ -108,9 +110,9 @@ def render_questions(ctx: ReportContext) -> str:
             out += ["", f"Sites ({len(q.sites)}; the decision applies to all, or set one per site):", ""]
             for s in q.sites[:MAX_SITES]:
                 recorded = f" · recorded: {s['decision']}" if s.get("recorded_in") else ""
-                out.append(
-                    f"- `{s['file']}:{s['lines'][0]}` ({pr_list(s['prs'])}){recorded}: `{_one_line(s['snippet'])}`"
-                )
+                where = f"{s['file']}:{s['lines'][0]}" if s["lines"] else s["file"]
+                diff = f"; diff `{s['diff']}`" if s.get("diff") else ""
+                out.append(f"- `{where}` ({pr_list(s['prs'])}){recorded}: `{_one_line(s['snippet'])}`{diff}")
             if len(q.sites) > MAX_SITES:
                 out.append(f"- ... {len(q.sites) - MAX_SITES} more in decisions.json")
             continue

@@ -36,6 +36,7 @@ class FileOutcome:
     note: str = ""
     base: Translated | None = None
     theirs: Translated | None = None
+    port_group: str | None = None  # port requests decided together: a layout folder or glob, or a folder
 
     @property
     def has_markers(self) -> bool:

@@ -53,13 +53,28 @@ def _mapped(rules: RuleSet, path: str | None, place: Placement | None) -> str | 
     return place.to or rules.map_path(path)
 
 
+def port_group(upstream_path: str, place: Placement | None) -> str:
+    """Which port requests a person decides together: those of one layout folder or glob entry, else
+    those of one upstream folder (a file entry of its own is a group of one)."""
+    if place is not None and place.key:
+        return place.key
+    folder = upstream_path.rpartition("/")[0]
+    return f"{folder}/" if folder else "./"
+
+
 def port_request(
-    path: str, upstream_path: str, base: Translated | None, theirs: Translated | None, why: str
+    path: str,
+    upstream_path: str,
+    base: Translated | None,
+    theirs: Translated | None,
+    why: str,
+    group: str | None = None,
 ) -> FileOutcome:
     """A change nothing of which lands: the translated upstream file and diff go beside the report."""
     return FileOutcome(
         path, upstream_path, "port", data=None, base=base, theirs=theirs, note=why,
         alternative=theirs.data if theirs is not None else None,  # None: upstream deleted it
+        port_group=group,
     )  # fmt: skip
 
 
@@ -100,7 +115,8 @@ def plan_change(
             return FileOutcome(
                 where, change.path, "unchanged", note="upstream change vanishes under translation"
             )
-        return port_request(where, change.new_path or change.path, base, theirs, port.why)
+        upstream = change.new_path or change.path
+        return port_request(where, upstream, base, theirs, port.why, port_group(upstream, port))
 
     if new_dst is None:  # deleted upstream (or moved out of the mirror)
         assert old_dst is not None and base is not None
@@ -127,8 +143,9 @@ def plan_change(
         if source in down.deleted_in_history:
             return merge_downstream_deleted(new_dst, change.new_path, base, theirs)
         return port_request(
-            new_dst, change.new_path, base, theirs, "changed upstream, never in the downstream"
-        )
+            new_dst, change.new_path, base, theirs, "changed upstream, never in the downstream",
+            port_group(change.new_path, None),
+        )  # fmt: skip
     out = merge_contents(new_dst, change.new_path, ours, base, theirs, labels)
     out.mode = down.mode(source, change.new_mode)
     if change.old_path != change.new_path:
