@@ -422,7 +422,8 @@ def _port_group_question(
         if record is not None and record.get("decision") in PORT_OPTIONS:
             site["decision"], site["recorded_in"] = record["decision"], record.get("window", "?")
         sites.append(site)
-    why = members[0].note if len({m.note for m in members}) == 1 else "port requests"
+    reasons = {m.note.split(" -> ")[0] for m in members}  # the layout entry, without each file's target
+    why = reasons.pop() if len(reasons) == 1 else "port requests"
     summary = (
         f"{len(members)} upstream files under {group} ({why}): ours = vime stays as it is and each change "
         "is ported by hand (the translated upstream diffs are saved beside this report, one per file); "
