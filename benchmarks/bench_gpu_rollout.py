@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ray
-from bench_rollout import RESENT, bench_args, measure, overheads
+from bench_rollout import RESENT, bench_args, measure, overheads, paired_overheads, verdict
 
 GPU_FLAGS = [
     "--rollout-num-gpus", "1", "--rollout-num-engines", "1", "--debug-rollout-only", "--weight-sync", "disk",
@@ -61,6 +61,8 @@ def main() -> None:
         "median_tokens_per_s": medians,
         "median_client_cpu_s_per_1k_tokens": {k: statistics.median(v) for k, v in cpu.items()},
         **overheads(medians),
+        "paired_overheads_vs_direct": (paired := paired_overheads(rates)),
+        "goal_2_percent": {path: verdict(paired[path]) for path in ("vime", "vime_direct")},
         "baseline_requests_resent": dict(RESENT),
     }
     (out / "rollout_gpu.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -146,6 +146,28 @@ def overheads(medians: dict[str, float]) -> dict[str, float]:
     }
 
 
+def paired_overheads(rates: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    """Each path's loss against ``direct`` within each repeat (the paths of one repeat run back to
+    back, so a slow minute of the machine hits both sides of a ratio): median, lowest and highest.
+
+    The goal of <= 2 % is shown to be met only when the highest is at most 2 %, and missed only
+    when the lowest is above it. Between those the run cannot tell, however the medians fall.
+    """
+    out = {}
+    for path in ("vime", "vime_direct", "router"):
+        losses = [1 - a / b for a, b in zip(rates[path], rates["direct"], strict=True)]
+        out[path] = {"median": statistics.median(losses), "low": min(losses), "high": max(losses)}
+    return out
+
+
+def verdict(loss: dict[str, float], goal: float = 0.02) -> str:
+    if loss["high"] <= goal:
+        return "met"
+    if loss["low"] > goal:
+        return "missed"
+    return "not resolved (the repeats straddle the goal)"
+
+
 def main() -> None:
     cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     cli.add_argument("--prompts", type=int, default=16)
@@ -189,6 +211,11 @@ def main() -> None:
         )
     for name, value in overheads(medians).items():
         console.print(f"{name}: {value * 100:5.1f} %" + (" (goal <= 2 %)" if "vime" in name else ""))
+    for path, loss in paired_overheads(rates).items():
+        console.print(
+            f"{path} vs direct, per repeat: median {loss['median'] * 100:5.1f} % (from {loss['low'] * 100:.1f} "
+            f"to {loss['high'] * 100:.1f} %)" + (f"; goal <= 2 %: {verdict(loss)}" if "vime" in path else "")
+        )
     console.print(
         f"weight update from disk: median {statistics.median(update_seconds):.3f} s "
         f"(runs {[round(s, 3) for s in update_seconds]})"
