@@ -33,5 +33,14 @@ for _module in (translate, rules, window, resolve, status, gate, ledger, demo):
     _module.register(app)
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The ``vime-sync`` process: once a window or resolve has committed, Ctrl-C or SIGTERM can no
+    longer make it report "interrupted; rolled back" over a complete result (tests drive ``app``)."""
+    from sync.window.transaction import ignore_signals_after_commit
+
+    ignore_signals_after_commit()
     app()
+
+
+if __name__ == "__main__":
+    run()

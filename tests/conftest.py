@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -17,6 +18,12 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# A suite started in the background of a non-interactive shell (`cmd &`) inherits SIGINT ignored,
+# and so would every process it starts: the Ctrl-C tests would then test nothing. Ctrl-C means what
+# it means at a terminal, for this process and (a handler is reset to the default at exec) its children.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _stable_dir(name: str) -> Path:

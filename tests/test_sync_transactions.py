@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -351,3 +352,35 @@ def test_a_symlinked_folder_leading_outside_the_worktree_is_never_written_throug
         run_window(up, down, 2, 2, rules=FakeRules(), translate_fn=fake_translate)
     assert list(outside.iterdir()) == []
     assert snapshot(down) == before
+
+
+_AFTER_COMMIT = """
+import os, signal, sys, time
+from pathlib import Path
+from sync.window.transaction import ignore_signals_after_commit, transaction
+if sys.argv[2] == "cli":
+    ignore_signals_after_commit()  # what the vime-sync process does (sync.cli.run)
+with transaction(Path(sys.argv[1]), "test") as tx:
+    tx.undo("the run's write", lambda: print("rolled back", flush=True))
+os.kill(os.getpid(), signal.SIGTERM)  # the run has committed; the signal lands while it reports
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(0.2)
+print("reported", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["cli", "library"])
+def test_a_signal_after_the_commit_point_neither_undoes_nor_misreports(tmp_path, mode):
+    """The vime-sync process ignores Ctrl-C / SIGTERM once a run has committed: it reports and exits 0
+    (it used to end by the signal, or say "interrupted; rolled back", over a complete result).
+    A library caller keeps its own signal handling."""
+    git_dir = tmp_path / ".git"
+    git_dir.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", _AFTER_COMMIT, str(git_dir), mode], capture_output=True, text=True, timeout=60
+    )
+    assert "rolled back" not in done.stdout  # committed work is never undone
+    if mode == "cli":
+        assert (done.returncode, done.stdout.strip()) == (0, "reported"), done.stderr
+    else:
+        assert done.returncode == -signal.SIGTERM and "reported" not in done.stdout

@@ -33,6 +33,16 @@ class Interrupted(KeyboardInterrupt):
 # Called with each stage's name just before it runs (fault-injection tests add to it).
 BOUNDARY_HOOKS: list[Callable[[str], None]] = []
 
+# Set by the CLI (``guarded``): once a run has committed, the process only reports and exits, so
+# SIGINT/SIGTERM are ignored from then on. A signal then would say "interrupted" or end the process
+# by the signal while the complete result is in place. Library callers keep their own handlers.
+_COMPLETE_MEANS_DONE = {"on": False}
+
+
+def ignore_signals_after_commit(on: bool = True) -> None:
+    """From the next committed transaction on, ignore SIGINT/SIGTERM (for a CLI process that then exits)."""
+    _COMPLETE_MEANS_DONE["on"] = on
+
 
 @dataclass
 class Transaction:
@@ -141,19 +151,33 @@ def transaction(git_dir: Path, command: str) -> Iterator[Transaction]:
     """Lock the downstream, turn SIGTERM into an exception, and roll back on any exception."""
     tx = Transaction(command)
     children = set(multiprocessing.active_children())
-    with run_lock(git_dir, command), _signals_as_exceptions():
-        try:
-            yield tx
-        except BaseException as exc:
-            with signals_held():
-                end_children(children)
-                tx.rollback()
-            if tx.failed_undos:
-                raise SyncError(
-                    f"{command} stopped ({_why(exc)}) and could not undo: {'; '.join(tx.failed_undos)}; "
-                    "remove those by hand"
-                ) from exc
+    committed, settle = False, _COMPLETE_MEANS_DONE["on"]
+    try:
+        with run_lock(git_dir, command), _signals_as_exceptions():
+            try:
+                yield tx
+            except BaseException as exc:
+                with signals_held():
+                    end_children(children)
+                    tx.rollback()
+                if tx.failed_undos:
+                    raise SyncError(
+                        f"{command} stopped ({_why(exc)}) and could not undo: {'; '.join(tx.failed_undos)}; "
+                        "remove those by hand"
+                    ) from exc
+                raise
+            committed = True
+            if settle:  # hold signals from the commit point until they are ignored
+                signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    except KeyboardInterrupt:
+        if not (committed and settle):
             raise
+        # a signal just after the commit point: the result is complete, nothing to undo or report
+    finally:
+        if committed and settle:
+            for signum in _SIGNALS:
+                signal.signal(signum, signal.SIG_IGN)  # a pending one is discarded
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
 
 
 def _why(exc: BaseException) -> str:
