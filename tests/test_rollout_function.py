@@ -60,9 +60,13 @@ def test_partial_rollout_aborts_in_flight_and_continues_next_step(
 
     buffered = data_source.buffer
     partial = [s for group in buffered for s in group]
-    assert len(buffered) == 4 and all(s.status == Sample.Status.ABORTED for s in partial)
-    assert len({s.index for s in kept + partial}) == len(kept + partial)  # nothing counted twice
-    started = [s for s in partial if s.response_length > 0]
+    assert len(buffered) == 4 and len({s.index for s in kept + partial}) == len(kept + partial)  # none twice
+    # A long group that came back in the same wait as the group that filled the batch (a slow
+    # moment of a loaded machine) goes back whole; every other one was cut short by the abort.
+    cut = [s for s in partial if s.status == Sample.Status.ABORTED]
+    surplus = [s for s in partial if s.status != Sample.Status.ABORTED]
+    assert all(s.status == Sample.Status.TRUNCATED and s.response_length == 300 for s in surplus)
+    started = [s for s in cut if s.response_length > 0]
     assert started, "no request was cut mid-generation"
     assert all(0 < s.response_length < 300 and s.metadata["start_rollout_id"] == 0 for s in started)
     before = {s.index: (s.response_length, list(s.tokens)) for s in started}
