@@ -53,22 +53,30 @@ def test_partial_rollout_aborts_in_flight_and_continues_next_step(
     data_source = make_data_source(args)
     output = generate_rollout(args, 0, data_source)
     kept = [s for group in output.samples for s in group]
-    assert [s.group_index for s in kept] == [0, 0, 1, 1]
+
+    def seen(samples) -> list:  # what a failure shows: group, status, length of each sample
+        return [(s.group_index, s.status.value, s.response_length) for s in samples]
+
+    assert [s.group_index for s in kept] == [0, 0, 1, 1], seen(kept)
     assert all(
         s.status == Sample.Status.TRUNCATED and s.response_length == 4 and s.reward is not None for s in kept
-    )
+    ), seen(kept)
 
     buffered = data_source.buffer
     partial = [s for group in buffered for s in group]
-    assert len(buffered) == 4 and len({s.index for s in kept + partial}) == len(kept + partial)  # none twice
+    assert len(buffered) == 4 and len({s.index for s in kept + partial}) == len(kept + partial), seen(partial)
     # A long group that came back in the same wait as the group that filled the batch (a slow
     # moment of a loaded machine) goes back whole; every other one was cut short by the abort.
     cut = [s for s in partial if s.status == Sample.Status.ABORTED]
     surplus = [s for s in partial if s.status != Sample.Status.ABORTED]
-    assert all(s.status == Sample.Status.TRUNCATED and s.response_length == 300 for s in surplus)
+    assert all(s.status == Sample.Status.TRUNCATED and s.response_length == 300 for s in surplus), seen(
+        partial
+    )
     started = [s for s in cut if s.response_length > 0]
-    assert started, "no request was cut mid-generation"
-    assert all(0 < s.response_length < 300 and s.metadata["start_rollout_id"] == 0 for s in started)
+    assert started, f"no request was cut mid-generation: {seen(partial)}"
+    assert all(0 < s.response_length < 300 and s.metadata["start_rollout_id"] == 0 for s in started), seen(
+        started
+    )
     before = {s.index: (s.response_length, list(s.tokens)) for s in started}
 
     output = generate_rollout(args, 1, data_source)
@@ -84,9 +92,11 @@ def test_partial_rollout_aborts_in_flight_and_continues_next_step(
         assert s.loss_mask[old_length:] == [1] * (s.response_length - old_length)
         assert len(s.rollout_log_probs) == s.response_length
         grew += s.response_length > old_length
-    assert grew, "no partial sample was continued"
+    assert grew, f"no partial sample was continued: {seen(now.values())}"
     kept_now = [s for group in output.samples for s in group]
-    assert all(s.status == Sample.Status.TRUNCATED and s.response_length in (4, 300) for s in kept_now)
+    assert all(s.status == Sample.Status.TRUNCATED and s.response_length in (4, 300) for s in kept_now), seen(
+        kept_now
+    )
 
 
 def test_dynamic_filter_drops_groups_and_over_sampling_refills(make_rollout_args, rollout_manager):
