@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sync.gate.config import GateConfig, GateConfigError, load_gate_config
-from sync.gate.contracts import ContractSetupError, default_runs, run_contract
+from sync.gate.contracts import contract_failures, default_runs
 from sync.gate.report import render_markdown, write_report
 from sync.gate.result import CheckSummary, FilePRs, GateFailure, GateResult
 from sync.gate.static import run_static_checks
@@ -44,10 +44,7 @@ def run_contracts(
     failed = 0
     for run in runs:
         on_step(f"contract {run.label}")
-        try:
-            failures, note = run_contract(worktree, run, file_prs)
-        except ContractSetupError as exc:
-            failures, note = [GateFailure(check="contract", message=str(exc), files=list(run.files))], None
+        failures, note = contract_failures(worktree, run, file_prs)
         failed += bool(failures)
         result.failures += failures
         if note and note not in result.notes:

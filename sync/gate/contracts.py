@@ -53,10 +53,15 @@ def default_runs(worktree: Path) -> list[ContractRun]:
     return [ContractRun(files=files)] if files else []
 
 
+def carries_framework(worktree: Path) -> bool:
+    """Whether the worktree has vime's framework (its hook types), which its contracts then test."""
+    return (worktree / "vime" / "utils" / "types.py").is_file()
+
+
 def framework_path(worktree: Path) -> tuple[list[str], str | None]:
     """What goes on PYTHONPATH: the worktree first when it carries vime's framework (its hook
     types), else this installation's framework with the worktree's plugins behind it."""
-    if (worktree / "vime" / "utils" / "types.py").is_file():
+    if carries_framework(worktree):
         return [str(worktree)], None
     note = (
         f"{worktree.name} has no vime/utils/types.py: contracts ran with this installation's vime "
@@ -194,6 +199,16 @@ def run_contract(worktree: Path, run: ContractRun, file_prs: FilePRs) -> tuple[l
             _failure(run.label, output[-1], all_hooks + _files_named(done.stderr, file_prs), file_prs)
         ]
     return failures, note
+
+
+def contract_failures(
+    worktree: Path, run: ContractRun, file_prs: FilePRs
+) -> tuple[list[GateFailure], str | None]:
+    """``run_contract``, with a run that cannot even start (a missing file) as one failure of its own."""
+    try:
+        return run_contract(worktree, run, file_prs)
+    except ContractSetupError as exc:
+        return [GateFailure(check="contract", message=str(exc), files=list(run.files))], None
 
 
 def _label(module: str, run: ContractRun) -> str:

@@ -1,9 +1,9 @@
 """The gate in regression-only mode: fail on what the window broke, not on what was broken before.
 
 The same static checks and hook contracts run on the downstream as it was before the window (the
-sync branch's base) and on the sync worktree. A failure in both is pre-existing (kept as a count and a list); one only
-after the window is new, and its PR is found by bisecting the ``--per-pr`` commits of the branch
-(the first step whose tree has the failure); one only before is fixed. Failures are compared by
+sync branch's base) and on the sync worktree. A failure in both is pre-existing (kept as a count
+and a list); one only after the window is new, and its PR is found by bisecting the ``--per-pr``
+commits of the branch (the first step whose tree has the failure); one only before is fixed. Failures are compared by
 check, files and message with line numbers left out, so a shifted line is still the same failure.
 Writes ``gate.json`` and ``GATE.md`` (verdict: passed when nothing is new).
 """
@@ -145,17 +145,11 @@ def contract_probe(repo: Path, runs: list[ContractRun]) -> Probe:
     Each tree uses its own contract files where it has them. The scratch folder's path is taken
     out of the messages, so the same failure in two trees has the same key.
     """
-    from sync.gate.contracts import ContractSetupError, run_contract
+    from sync.gate.contracts import contract_failures
 
     def probe(rev: str) -> dict[Key, GateFailure]:
-        failures: list[GateFailure] = []
         with checkout(repo, rev) as tree:
-            for run in runs:
-                try:
-                    found, _note = run_contract(tree, run, {})
-                except ContractSetupError as exc:
-                    found = [GateFailure(check="contract", message=str(exc), files=list(run.files))]
-                failures += found
+            failures = [f for run in runs for f in contract_failures(tree, run, {})[0]]
             for f in failures:
                 f.message = f.message.replace(f"{tree}/", "").replace(str(tree), ".")
         return keyed(failures)
@@ -167,12 +161,12 @@ def tree_contract_runs(repo: Path) -> list[ContractRun]:
     """The contract runs whose result can differ between trees of ``repo``: its gate.toml's, or vime's
     defaults when the tree carries vime's framework or contract files; none when the defaults would
     only test this installation's hooks (the same answer for every tree)."""
-    from sync.gate.contracts import CONTRACT_DIR, default_runs
+    from sync.gate.contracts import CONTRACT_DIR, carries_framework, default_runs
 
     configured = load_gate_config(repo).contracts
     if configured:
         return configured
-    if (repo / "vime" / "utils" / "types.py").is_file() or (repo / CONTRACT_DIR).is_dir():
+    if carries_framework(repo) or (repo / CONTRACT_DIR).is_dir():
         return default_runs(repo)
     return []
 

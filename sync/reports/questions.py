@@ -294,10 +294,10 @@ def build_questions(
             entry["recorded_in"] = record.get("window", "?")
         groups.setdefault((kind, ref), _Group(kind, ref)).sites.append(entry)
 
-    ports: dict[str, list[FileOutcome]] = {}
+    ports: dict[str, list[FileOutcome]] = {}  # port requests by group (one question per group of 2+)
     for out in sorted(outcomes, key=lambda o: o.upstream_path):
         if out.outcome == "port":
-            ports.setdefault(out.port_group or out.path, []).append(out)
+            ports.setdefault(_port_group_of(out), []).append(out)
     for out in sorted(outcomes, key=lambda o: o.path):
         if out.outcome in ("conflict", "add_add") and out.data is not None:
             for h in parse_hunks(out.data, out.marker_size):
@@ -329,7 +329,7 @@ def build_questions(
                 "binary file changed on both sides: ours kept; theirs = take upstream's file", ["ours", "theirs"],
                 "ours", alternative=f"alternatives/{out.path}",
             )  # fmt: skip
-        elif out.outcome == "port" and len(ports.get(out.port_group or out.path, [])) > 1:
+        elif out.outcome == "port" and len(ports[_port_group_of(out)]) > 1:
             pass  # asked once for its whole group, below
         elif out.outcome == "port":
             add(
@@ -386,6 +386,10 @@ def build_questions(
     return questions
 
 
+def _port_group_of(out: FileOutcome) -> str:
+    return out.port_group or out.path
+
+
 def _port_diff_path(out: FileOutcome) -> str:
     return f"ports/{out.upstream_path}.diff"  # upstream path: two may share a target
 
@@ -410,8 +414,9 @@ def _port_group_question(
         key = content_key("port", out.path, out.alternative or b"")
         diff = port_diff(out)
         attachments[_port_diff_path(out)] = prov.annotate(out, diff)
-        added = sum(1 for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++"))
-        removed = sum(1 for line in diff.splitlines() if line.startswith("-") and not line.startswith("---"))
+        lines = diff.splitlines()
+        added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+        removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
         change = "deleted upstream" if out.alternative is None else f"+{added} -{removed} lines"
         site: dict[str, Any] = {
             "file": out.path, "upstream": out.upstream_path, "lines": [], "prs": prs_for(out),

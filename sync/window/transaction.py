@@ -33,7 +33,7 @@ class Interrupted(KeyboardInterrupt):
 # Called with each stage's name just before it runs (fault-injection tests add to it).
 BOUNDARY_HOOKS: list[Callable[[str], None]] = []
 
-# Set by the CLI (``guarded``): once a run has committed, the process only reports and exits, so
+# Set by the vime-sync process (``sync.cli.run``): once a run has committed, the process only reports and exits, so
 # SIGINT/SIGTERM are ignored from then on. A signal then would say "interrupted" or end the process
 # by the signal while the complete result is in place. Library callers keep their own handlers.
 _COMPLETE_MEANS_DONE = {"on": False}
