@@ -6,12 +6,10 @@ python train.py --hf-checkpoint MODEL --prompt-data data.jsonl --rm-type math ..
 
 from __future__ import annotations
 
-import ray
 from rich.progress import Progress
 
 from vime.ray.training_run import (
     StepTimer,
-    rollout_summary,
     run_main,
     save_debug_rollout,
     training_session,
@@ -20,9 +18,10 @@ from vime.ray.training_run import (
 
 def train(args) -> list[dict]:
     """Run the whole schedule; returns the per-step metric records (also in the JSONL file)."""
+    if args.fully_async:
+        raise SystemExit("error: --fully-async is a mode of train_async.py: run train_async.py --fully-async")
     with training_session(args) as run:
-        if run.actor is not None and run.rollout is not None:
-            run.update_weights()  # engines serve the trainer's (possibly resumed) weights from step one
+        run.first_weight_sync()  # engines serve the trainer's (possibly resumed) weights from step one
         before = run.evaluate_before_training()  # merged into the first step's record
         with Progress(transient=True) as progress:
             task = progress.add_task(
@@ -36,8 +35,7 @@ def train(args) -> list[dict]:
                     with timer.phase("sleep_wake"):
                         run.offload_rollout()
                     save_debug_rollout(args, rollout_id, data)
-                    record = rollout_summary(ray.get(data) if isinstance(data, ray.ObjectRef) else data)
-                    record |= run.rollout_metrics(rollout_id)
+                    record = data.summary | run.rollout_metrics(rollout_id)
                     if run.actor is not None:
                         with timer.phase("train"):
                             run.onload_train()
@@ -52,6 +50,7 @@ def train(args) -> list[dict]:
                             record |= getattr(run.actor, "last_sync", None) or {}
                         with timer.phase("offload_train"):
                             run.offload_train()
+                            record |= run.actor.offload_metrics
                         with timer.phase("sleep_wake"):
                             run.onload_rollout(["kv_cache"])
                     if run.schedule.should_eval(rollout_id):

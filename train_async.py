@@ -4,8 +4,12 @@ The engines keep generating with the weights they have; the trainer pushes new w
 ``--update-weights-interval`` steps, after the generation in flight has finished (a rollout
 never mixes two weight versions). Samples of step N+1 are therefore up to one update behind
 the policy that trains on them (``rollout/weight_version_lag`` in the metrics); the PPO ratio
-and ``--use-tis`` account for that. Needs the engines on their own GPUs (or the CPU):
-``--colocate`` is refused.
+and ``--use-tis`` account for that. Needs the engines on their own GPUs (or the CPU), or sharing
+the trainer's with both resident (``--colocate --no-offload-train --no-offload-rollout``).
+
+``--fully-async`` runs :func:`vime.ray.fully_async_loop.train_fully_async` instead: generation never
+stops, the trainer takes batches as they finish within ``--max-policy-version-lag`` and pushes
+weights into the running engines (docs/async.md).
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ from __future__ import annotations
 import ray
 from rich.progress import Progress
 
+from vime.ray.fully_async_loop import train_fully_async
 from vime.ray.training_run import (
     StepTimer,
-    rollout_summary,
     run_main,
     save_debug_rollout,
     training_session,
@@ -23,16 +27,19 @@ from vime.ray.training_run import (
 
 
 def train_async(args) -> list[dict]:
-    if args.colocate:
+    if args.colocate and (args.offload_train or args.offload_rollout):
         raise SystemExit(
-            "error: train_async.py overlaps generation and training: drop --colocate or use train.py"
+            "error: train_async.py overlaps generation and training: drop --colocate (or keep both "
+            "resident: --no-offload-train --no-offload-rollout) or use train.py"
         )
-    if args.debug_rollout_only or args.debug_train_only:
+    if args.debug_rollout_only or args.load_debug_rollout_data:
         raise SystemExit("error: the --debug-* modes have nothing to overlap: use train.py")
+    if args.fully_async:
+        return train_fully_async(args)
     with training_session(args) as run:
         run.update_weights()
         before = run.evaluate_before_training()  # merged into the first step's record
-        in_flight = run.rollout.generate.remote(run.start_rollout_id)
+        in_flight = run.generate_async(run.start_rollout_id)
         with Progress(transient=True) as progress:
             task = progress.add_task(
                 "training (async)", total=run.schedule.num_rollout, completed=run.start_rollout_id
@@ -43,9 +50,9 @@ def train_async(args) -> list[dict]:
                     with timer.phase("rollout_wait"):
                         data = ray.get(in_flight)
                     in_flight = None
-                    record = rollout_summary(data) | run.rollout_metrics(rollout_id)
+                    record = data.summary | run.rollout_metrics(rollout_id)
                     if rollout_id + 1 < run.schedule.num_rollout:
-                        in_flight = run.rollout.generate.remote(rollout_id + 1)  # overlaps the training below
+                        in_flight = run.generate_async(rollout_id + 1)  # overlaps the training below
                     save_debug_rollout(args, rollout_id, data)
                     with timer.phase("train"):
                         record |= {f"train/{k}": v for k, v in run.train(rollout_id, data).items()}

@@ -52,7 +52,7 @@ def gate_contract_step(per_file: bool) -> float:
     from sync.gate import run_contracts
     from sync.gate.config import ContractRun, GateConfig
     from sync.gate.contracts import default_runs
-    from sync.gate.result import GateResult
+    from sync.model.gate import GateResult
 
     runs = default_runs(ROOT)
     config = (
@@ -71,7 +71,7 @@ def demo_gate(scratch: Path, index: int) -> tuple[float, float]:
     from sync.demo.build import build_demo
     from sync.gate import run_gate, run_static_checks
     from sync.gate.config import load_gate_config
-    from sync.gate.result import GateResult
+    from sync.model.gate import GateResult
     from sync.reports.context import ReportContext
     from sync.window import run_window
 
@@ -99,7 +99,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     repeats = parser.parse_args().repeats
     console = Console()
-    from sync.gate.vllm_flags import build_vllm_server_options, vllm_server_options
+    from sync.translator.vllm_flags import build_vllm_server_options, vllm_server_options
 
     started = time.perf_counter()
     build_vllm_server_options()  # imports vLLM and builds its parser: what the disk cache saves

@@ -1,4 +1,4 @@
-"""sync/window/gitio.py (git plumbing through subprocess) against GitPython for what a window does.
+"""sync/gitio.py (git plumbing through subprocess) against GitPython for what a window does.
 
     pip install --target /tmp/gp gitpython        # not a dependency of vime; only this benchmark needs it
     PYTHONPATH=/tmp/gp .venv/bin/python benchmarks/bench_gitio.py [--repo PATH] [--repeats 7]
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sync.window.gitio import BlobReader, git_text, ls_tree, rev_parse
+from sync.gitio import BlobReader, git_text, ls_tree, rev_parse
 
 
 def _median_s(fn: Callable[[], object], repeats: int) -> float:

@@ -4,6 +4,8 @@
 #   bash benchmarks/bench_gpu_session.sh weight-sync   # bench_gpu_weight_sync.py (~7 min)
 #   bash benchmarks/bench_gpu_session.sh train         # colocated GRPO through train.py, then bench_gpu_rollout.py
 #   bash benchmarks/bench_gpu_session.sh tests         # the gpu-marked tests
+#   bash benchmarks/bench_gpu_session.sh lora-prepare  # then `lora`: colocated LoRA on a Qwen3-4B shape
+#   bash benchmarks/bench_gpu_session.sh async-prepare # then `async` (ONLY=... per call): bench_async.py --gpu
 set -uo pipefail
 OUT=${OUT:-/tmp/vime-gpu-out}; mkdir -p "$OUT"
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_SERVER_DEV_MODE=1 \
@@ -28,5 +30,18 @@ for line in open('$OUT/grpo.jsonl'):
   tests)
     timeout 500 python3 -m pytest -q -p no:cacheprovider tests/test_vllm_ipc_gpu.py tests/test_vllm_weight_transfer_gpu.py \
       -k "not real_engine and not resumed" 2>&1 | tail -c 300000 > "$OUT/pytest_gpu.log"; tail -15 "$OUT/pytest_gpu.log" ;;
-  *) echo "usage: $0 weight-sync|train|tests" >&2; exit 2 ;;
+  lora-prepare)  # the Qwen3-4B-shaped checkpoint for `lora` (its own device call)
+    timeout 560 python3 benchmarks/bench_gpu_lora.py --out "$OUT" --work /tmp/lora4b --phase prepare 2>&1 | tail -5 ;;
+  lora)  # colocated LoRA GRPO on a Qwen3-4B-shaped model: adapter push vs full push, same session
+    timeout 560 python3 benchmarks/bench_gpu_lora.py --out "$OUT" --work /tmp/lora4b --steps "${STEPS:-4}" \
+      --repeats 5 2>&1 | tail -c 400000 > "$OUT/lora_gpu.log"; echo "bench_gpu_lora rc=$?"; tail -40 "$OUT/lora_gpu.log" ;;
+  async-prepare)  # the tiny-cpu preset's warm-started model and data, built before the timed runs
+    timeout 500 python3 -c "from vime.utils.arguments import parse_args; print(parse_args(['--preset', 'tiny-cpu']).hf_checkpoint)" 2>&1 | tail -2 ;;
+  async)  # sync / one-step-off / fully async on one GPU (bench_async.py --gpu); ONLY picks the runs of this
+          # call, results merge across calls in /tmp/vime-async (kept while the machine stays warm)
+    timeout 580 python3 benchmarks/bench_async.py --gpu --steps "${STEPS:-20}" --lags "${LAGS:-2}" --seeds "${SEEDS:-1}" \
+      ${ONLY:+--only "$ONLY"} --out /tmp/vime-async 2>&1 | tail -c 300000 > "$OUT/async.log"
+    echo "bench_async rc=${PIPESTATUS[0]}"; tail -25 "$OUT/async.log"
+    cp /tmp/vime-async/results.json /tmp/vime-async/reward_vs_time.png /tmp/vime-async/*.log "$OUT"/ 2>/dev/null ;;
+  *) echo "usage: $0 weight-sync|train|tests|lora-prepare|lora|async-prepare|async" >&2; exit 2 ;;
 esac

@@ -17,7 +17,6 @@ Usage: .venv/bin/python benchmarks/bench_review_queue.py [--mirror PATH] [--scra
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -27,39 +26,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_window import build_downstream, plan_edits, sh
+from bench_window import answer_and_resolve, build_downstream, merge_into_main, plan_edits, sh
 
 from sync.gate import run_static_checks
 from sync.gate.config import load_gate_config
 from sync.gate.regression import regression_gate
-from sync.gate.result import GateResult
+from sync.gitio import BlobReader, ls_tree
 from sync.ledger import fill_downstream, load_ledger, where_is
+from sync.model.gate import GateResult
 from sync.rules import load_rules
 from sync.translate import translate_file
 from sync.window import run_window
-from sync.window.gitio import BlobReader, ls_tree
 from sync.window.history import find_pr_commit, first_parent_log
-from sync.window.resolve import resolve_branch
 
 MARK = b"# vime:"
-
-
-def answer_and_resolve(result) -> dict[str, int]:
-    """Decide questions -> ours (keeps the downstream's lines), or keep where that is the option
-    (conformance findings); the rest take their defaults."""
-    path = result.report_dir / "decisions.json"
-    doc = json.loads(path.read_text())
-    for q in doc["questions"]:
-        if q["tier"] == "Decide":
-            q["decision"] = "ours" if "ours" in q["options"] else "keep"
-    path.write_text(json.dumps(doc, indent=2))
-    out = resolve_branch(result.worktree)
-    return out.applied
-
-
-def merge_into_main(down: Path, result) -> None:
-    sh(down, "worktree", "remove", "--force", str(result.worktree))
-    sh(down, "merge", "-q", "--no-ff", "-m", f"merge {result.branch}", result.branch)
 
 
 def expected_tree(up: Path, rev: str, rules) -> dict[str, bytes]:

@@ -5,10 +5,15 @@ downstream edits: some overlapping the window's upstream changes, some not, some
 window does not touch. Runs the window cold (empty translation cache) and warm, 3 times each, and
 a reference in the same run: regex translation + `git merge-file` per changed file. Then checks
 that every file without a downstream edit equals translate(slime at #2125) exactly, that the
-non-overlapping edits survive, and that conflicts appear only where edits overlap.
+non-overlapping edits survive, and that conflicts appear only where edits overlap. Each run's
+stage split (seconds per stage, ``WindowResult.timings``) is printed.
+
+``--chain``: then, as a team goes on, window 1 is answered (Decide -> ours, or keep), resolved and
+merged, and window #2126..#2298 runs from the state file, 3 times with the cache window 1 left
+(chained) and once more with an empty cache.
 
 Nothing of slime is written outside the scratch directory.
-Usage: .venv/bin/python benchmarks/bench_window.py [--mirror PATH] [--scratch DIR] [--repeats 3]
+Usage: .venv/bin/python benchmarks/bench_window.py [--mirror PATH] [--scratch DIR] [--repeats 3] [--chain]
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import json
 import os
 import re
 import resource
@@ -27,14 +33,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from sync.gitio import BlobReader, ls_tree
+from sync.merge.textmerge import merge3
 from sync.rules import load_rules
 from sync.translate import translate_file
 from sync.window import run_window
 from sync.window.changes import changed_files
-from sync.window.gitio import BlobReader, ls_tree
 from sync.window.history import find_pr_commit, first_parent_log
 from sync.window.parallel import default_workers
-from sync.window.textmerge import merge3
+from sync.window.resolve import resolve_branch
 
 FROM_PR, TO_PR = 2014, 2125
 NOTE = "# vime: downstream note (benchmark edit)"
@@ -170,6 +177,60 @@ def drop_branch(down: Path, result) -> None:
     sh(down, "branch", "-D", result.branch)
 
 
+def answer_and_resolve(result) -> dict[str, int]:
+    """Decide questions -> ours (keeps the downstream's lines), or keep where that is the option
+    (conformance findings); the rest take their defaults."""
+    path = result.report_dir / "decisions.json"
+    doc = json.loads(path.read_text())
+    for q in doc["questions"]:
+        if q["tier"] == "Decide":
+            q["decision"] = "ours" if "ours" in q["options"] else "keep"
+    path.write_text(json.dumps(doc, indent=2))
+    return resolve_branch(result.worktree).applied
+
+
+def merge_into_main(down: Path, result) -> None:
+    sh(down, "worktree", "remove", "--force", str(result.worktree))
+    sh(down, "merge", "-q", "--no-ff", "-m", f"merge {result.branch}", result.branch)
+
+
+def split(result) -> str:
+    """The stage split of one run: seconds per stage."""
+    return " · ".join(f"{name} {seconds:.2f}" for name, seconds in result.timings.items())
+
+
+def chained(up: Path, down: Path, result, repeats: int) -> None:
+    """Window #2126..#2298 after window 1 is answered, resolved and merged: with window 1's cache, then cold."""
+    print(f"\nwindow 1 answered and resolved: {answer_and_resolve(result)}")
+    merge_into_main(down, result)
+    cache = down / ".git" / "vime-sync-cache"
+    kept = down.parent / "cache-after-window-1"
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.copytree(cache, kept)
+    times, cpu, last = [], [], None
+    load_before = os.getloadavg()[0]
+    for i in range(repeats + 1):
+        if last is not None:
+            drop_branch(down, last)
+        shutil.rmtree(cache, ignore_errors=True)
+        if i < repeats:
+            shutil.copytree(kept, cache)
+        t, c = time.perf_counter(), cpu_seconds()
+        last = run_window(up, down, to_pr=2298)
+        label = "chained (window 1's cache)" if i < repeats else "cold (empty cache)"
+        print(f"window #{last.window.from_pr}..#{last.window.to_pr} {label}: {time.perf_counter() - t:.2f} s "
+              f"({cpu_seconds() - c:.1f} CPU s; {last.cache_misses} translated) | {split(last)}")  # fmt: skip
+        if i < repeats:
+            times.append(time.perf_counter() - t)
+            cpu.append(cpu_seconds() - c)
+    assert last is not None
+    print(f"outcomes: {dict(sorted(Counter(o.outcome for o in last.outcomes).items()))}; "
+          f"questions: {len(last.questions)} {dict(Counter(q.tier for q in last.questions))}")  # fmt: skip
+    print(f"chained window 2, median of {repeats}: {statistics.median(times):.2f} s "
+          f"({statistics.median(cpu):.1f} CPU s); load average (1 min) before/after: "
+          f"{load_before:.1f} / {os.getloadavg()[0]:.1f}")  # fmt: skip
+
+
 def reference_run(up: Path, down: Path, cutoff: str, tip: str, rules) -> float:
     """Regex translation (word-bounded sglang->vllm) + git merge-file per changed file: the floor."""
     word = re.compile(rb"\bsglang\b|SGLang")
@@ -192,6 +253,7 @@ def main() -> None:
     ap.add_argument("--mirror", default="/work/.mirror/THUDM+slime/repo")
     ap.add_argument("--scratch", default=None)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--chain", action="store_true", help="then window #2126..#2298 after window 1 is merged")
     args = ap.parse_args()
     scratch = Path(args.scratch or tempfile.mkdtemp(prefix="vime-bench-window-"))
     up, down = scratch / "slime", scratch / "vime"
@@ -226,6 +288,7 @@ def main() -> None:
         result = run_window(up, down, to_pr=TO_PR, from_pr=FROM_PR)
         cold.append(time.perf_counter() - t)
         cold_cpu.append(cpu_seconds() - c)
+        print(f"cold run: {cold[-1]:.2f} s | {split(result)}")
     trees = set()
     for _ in range(args.repeats):
         drop_branch(down, result)
@@ -233,6 +296,7 @@ def main() -> None:
         result = run_window(up, down, to_pr=TO_PR, from_pr=FROM_PR)
         warm.append(time.perf_counter() - t)
         warm_cpu.append(cpu_seconds() - c)
+        print(f"warm run: {warm[-1]:.2f} s | {split(result)}")
         trees.add(sh(result.worktree, "rev-parse", "HEAD^{tree}"))
     assert result is not None
 
@@ -311,6 +375,8 @@ def main() -> None:
           f"on {os.cpu_count()} cores; workers: {default_workers()}")  # fmt: skip
     print(f"  ratios: cold/reference {med(cold) / med(ref):.1f}x, warm/reference {med(warm) / med(ref):.1f}x")
     print(f"  last warm run: {result.cache_hits} cache hits, {result.cache_misses} misses")
+    if args.chain:
+        chained(up, down, result, args.repeats)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import os
+import signal
+import sys
 
-import typer
 
-from sync.commands import demo, gate, ledger, resolve, rules, status, translate, window
-from sync.commands.errors import set_debug
+def _interrupted_while_starting(signum: int, _frame: object) -> None:
+    """Ctrl-C or SIGTERM while the commands load (about a second of imports): nothing has started, so
+    there is nothing to undo; one line instead of an import traceback."""
+    sys.stderr.write(
+        f"vime-sync: stopped by {signal.Signals(signum).name} while starting; nothing was changed\n"
+    )
+    sys.stderr.flush()
+    os._exit(130)
+
+
+_STARTING = {}
+for _signum in (signal.SIGINT, signal.SIGTERM):
+    try:
+        if signal.getsignal(_signum) in (signal.SIG_DFL, signal.default_int_handler):
+            _STARTING[_signum] = signal.signal(_signum, _interrupted_while_starting)
+    except ValueError:  # imported outside the main thread: leave signals alone
+        break
+
+from typing import Annotated  # noqa: E402
+
+import typer  # noqa: E402
+
+from sync.commands import audit, demo, follow, gate, ledger, resolve, rules, status, translate, window  # noqa: E402
+from sync.commands.errors import set_debug  # noqa: E402
+
+for _signum, _previous in _STARTING.items():
+    signal.signal(_signum, _previous)  # loaded: the commands' own handling from here on
 
 app = typer.Typer(
     name="vime-sync",
@@ -29,7 +55,7 @@ def main(
     set_debug(debug)
 
 
-for _module in (translate, rules, window, resolve, status, gate, ledger, demo):
+for _module in (translate, rules, window, follow, resolve, status, gate, ledger, audit, demo):
     _module.register(app)
 
 
@@ -39,7 +65,11 @@ def run() -> None:
     from sync.window.transaction import ignore_signals_after_commit
 
     ignore_signals_after_commit()
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:  # while typer still builds the command line: no command has started
+        sys.stderr.write("vime-sync: stopped by SIGINT while starting; nothing was changed\n")
+        sys.exit(130)
 
 
 if __name__ == "__main__":

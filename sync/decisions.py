@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sync.window.gitio import GitError, git
+from sync.gitio import GitError, git
+from sync.textio import decode_utf8
 
 RECORD_PATH = ".vime-sync/decisions.json"
 SCHEMA = "vime-sync/recorded-decisions/v1"
@@ -33,14 +34,10 @@ def parse_recorded(text: str) -> dict[str, dict[str, Any]]:
 def load_recorded(downstream: Path, rev: str = "HEAD") -> dict[str, dict[str, Any]]:
     """Decisions committed at ``rev`` (empty before the first resolve)."""
     try:
-        text = git(downstream, "show", f"{rev}:{RECORD_PATH}").decode()
+        raw = git(downstream, "show", f"{rev}:{RECORD_PATH}")
     except GitError:
         return {}
-    return parse_recorded(text)
-
-
-def load_recorded_file(path: Path) -> dict[str, dict[str, Any]]:
-    return parse_recorded(path.read_text()) if path.exists() else {}
+    return parse_recorded(decode_utf8(raw, f"{RECORD_PATH} (committed at {rev})", "fix or remove the file"))
 
 
 def add_decisions(

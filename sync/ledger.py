@@ -10,34 +10,72 @@ window comes from its changes), ``port`` (a port request: the path is vime-owned
 vime), ``no_effect`` (nothing changes after translation), ``not_mirrored`` (the rules do not mirror
 its paths), ``empty`` (no files), and by hand ``ported`` / ``excluded``. ``downstream`` is the vime commit that took it (the
 per-PR commit, or empty: then the commit that added the row, found by ``vime-sync ledger``).
+Rows that ``vime-sync follow`` wrote carry an eighth cell, ``follow``: the PR's questions by tier,
+whether a person answered, the seconds it took and the gate's verdict (``StepSummary``).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sync.window.filemerge import FileOutcome
-from sync.window.gitio import GitError, git
-from sync.window.history import Window
+from sync.gitio import GitError, git
+from sync.merge.filemerge import FileOutcome
+from sync.model.names import SYNC_SUBJECT_PREFIX, parse_per_pr_subject
+from sync.model.outcome import FILE_QUESTIONS, MIRRORED, Outcome
+from sync.model.window import UpstreamCommit, Window
+from sync.textio import to_utf8
 
 LEDGER_PATH = ".vime-sync/ledger"
 LEDGER_MD = ".vime-sync/LEDGER.md"
 HEADER = "# vime-sync ledger v1: sha\tpr\twindow\tdisposition\tdownstream\ttitle\treason"
 FIELDS = ("sha", "pr", "window", "disposition", "downstream", "title", "reason")
+FOLLOW_FIELD = "follow"  # the optional eighth cell
 DISPOSITIONS = ("mirrored", "review", "port", "no_effect", "not_mirrored", "empty", "ported", "excluded")
 BY_HAND = ("ported", "excluded", "mirrored", "port")
 
-_PER_PR_SUBJECT = re.compile(r"^sync\(slime #(\d+)\.\.#(\d+)\) \d+/\d+: (#\d+|[0-9a-f]{8}) ")
-_MIRRORED = ("theirs", "clean", "structural", "new", "deleted")
-_REVIEW = ("conflict", "add_add", "modify_delete", "binary")
+
+_SUMMARY = re.compile(
+    r"^(\d+) Decide, (\d+) Confirm, (\d+) Settled; (no person|a person); ([\d.]+) s; gate (.+)$"
+)
 
 
 class LedgerError(ValueError):
     """The ledger file cannot be read, or a request names nothing in it; one line with the fix."""
+
+
+@dataclass(frozen=True)
+class StepSummary:
+    """What ``vime-sync follow`` records per PR: its questions by tier, whether a person answered any,
+    the seconds the machine spent on it, and the gate's verdict (passed, failed: N new, not run, waiting)."""
+
+    decide: int
+    confirm: int
+    settled: int
+    person: bool
+    seconds: float
+    gate: str
+
+    def cell(self) -> str:
+        who = "a person" if self.person else "no person"
+        return (
+            f"{self.decide} Decide, {self.confirm} Confirm, {self.settled} Settled; {who}; "
+            f"{self.seconds:.1f} s; gate {self.gate}"
+        )
+
+    @classmethod
+    def parse(cls, cell: str, where: str) -> StepSummary | None:
+        if cell in ("", "-"):
+            return None
+        m = _SUMMARY.match(cell)
+        if m is None:
+            raise LedgerError(f"{where}: follow cell {cell!r:.60} is not a follow summary; fix that line")
+        d, c, s, who, seconds, gate = m.groups()
+        return cls(int(d), int(c), int(s), who == "a person", float(seconds), gate)
 
 
 @dataclass(frozen=True)
@@ -49,10 +87,13 @@ class LedgerRow:
     downstream: str
     title: str
     reason: str
+    follow: StepSummary | None = None
 
     def line(self) -> str:
         cells = [self.sha, str(self.pr) if self.pr is not None else "-", self.window, self.disposition,
                  self.downstream or "-", self.title, self.reason]  # fmt: skip
+        if self.follow is not None:
+            cells.append(self.follow.cell())
         return "\t".join(" ".join(c.split()) for c in cells)
 
     @property
@@ -66,11 +107,15 @@ def parse_ledger(text: str, source: str = LEDGER_PATH) -> list[LedgerRow]:
         if not line.strip() or line.startswith("#"):
             continue
         cells = line.split("\t")
-        if len(cells) != len(FIELDS):
+        if len(cells) not in (len(FIELDS), len(FIELDS) + 1):
             raise LedgerError(
-                f"{source} line {n}: {len(cells)} fields, expected {len(FIELDS)}; fix that line"
+                f"{source} line {n}: {len(cells)} fields, expected {len(FIELDS)} (or {len(FIELDS) + 1} with "
+                f"the {FOLLOW_FIELD} cell); fix that line"
             )
-        sha, pr, window, disposition, downstream, title, reason = cells
+        sha, pr, window, disposition, downstream, title, reason = cells[: len(FIELDS)]
+        follow = (
+            StepSummary.parse(cells[len(FIELDS)], f"{source} line {n}") if len(cells) > len(FIELDS) else None
+        )
         if disposition not in DISPOSITIONS:
             raise LedgerError(
                 f"{source} line {n}: unknown disposition {disposition!r}; use one of {DISPOSITIONS}"
@@ -78,14 +123,27 @@ def parse_ledger(text: str, source: str = LEDGER_PATH) -> list[LedgerRow]:
         number = None if pr == "-" else int(pr) if pr.isdigit() else None
         rows.append(
             LedgerRow(
-                sha, number, window, disposition, "" if downstream == "-" else downstream, title, reason
+                sha,
+                number,
+                window,
+                disposition,
+                "" if downstream == "-" else downstream,
+                title,
+                reason,
+                follow,
             )
         )
     return rows
 
 
 def dump_ledger(rows: list[LedgerRow]) -> bytes:
-    return ("\n".join([HEADER, *(r.line() for r in rows)]) + "\n").encode()
+    header = HEADER + (f"\t{FOLLOW_FIELD}" if any(r.follow for r in rows) else "")
+    return to_utf8("\n".join([header, *(r.line() for r in rows)]) + "\n")
+
+
+def with_summary(rows: list[LedgerRow], window: str, summary: StepSummary) -> list[LedgerRow]:
+    """The rows with ``summary`` on the PR row of ``window`` (a follow step; its direct pushes get none)."""
+    return [replace(r, follow=summary) if r.window == window and r.pr is not None else r for r in rows]
 
 
 def load_ledger(downstream: Path, rev: str = "HEAD") -> list[LedgerRow]:
@@ -113,21 +171,27 @@ def _disposition(
     if asked:
         shown = ", ".join(asked[:4]) + (" ..." if len(asked) > 4 else "")
         return "review", f"{', '.join(parts)}; questions {shown}"
-    if asked is None and any(k in _REVIEW for k in kinds):
-        files_asked = sorted({o.path for _, o in seen if o and o.outcome in _REVIEW})
+    if asked is None and any(k in FILE_QUESTIONS for k in kinds):
+        files_asked = sorted({o.path for _, o in seen if o and o.outcome in FILE_QUESTIONS})
         return (
             "review",
             f"{', '.join(parts)}; questions in {', '.join(files_asked[:3])}{' ...' if len(files_asked) > 3 else ''}",
         )
-    if "port" in kinds:
-        ports = sorted({o.path for _, o in seen if o and o.outcome == "port"})
+    if Outcome.PORT in kinds:
+        ports = sorted({o.path for _, o in seen if o and o.outcome == Outcome.PORT})
         return (
             "port",
             f"{', '.join(parts)}; port by hand: {', '.join(ports[:3])}{' ...' if len(ports) > 3 else ''}",
         )
-    if any(k in _MIRRORED + _REVIEW for k in kinds):
-        return "mirrored", ", ".join(parts)
-    if set(kinds) <= {"not_mirrored"}:
+    if any(k in MIRRORED | FILE_QUESTIONS for k in kinds):  # a question in one of its files is another PR's
+        others = sorted({o.path for _, o in seen if o and o.outcome in FILE_QUESTIONS})
+        reason = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()) if k not in FILE_QUESTIONS)
+        if others:
+            more = " ..." if len(others) > 3 else ""
+            where = f"merged into {', '.join(others[:3])}{more}, whose questions come from other PRs' changes"
+            reason = f"{reason}; {where}" if reason else where
+        return "mirrored", reason
+    if set(kinds) <= {Outcome.NOT_MIRRORED}:
         notes = sorted({o.note for _, o in seen if o and o.note})
         return "not_mirrored", "; ".join(notes) or "the rules do not mirror its paths"
     return "no_effect", ", ".join(parts) + " (no change after translation, or undone later in the window)"
@@ -155,7 +219,7 @@ def window_rows(
     if questions is not None:
         asked = {}
         for q in questions:
-            if q.kind in _REVIEW:
+            if q.kind in FILE_QUESTIONS:
                 for pr in q.prs:
                     asked.setdefault(pr, []).append(q.id)
     rows = []
@@ -187,7 +251,7 @@ def set_disposition(rows: list[LedgerRow], pr: int, disposition: str, reason: st
 
 def render_ledger_md(rows: list[LedgerRow]) -> str:
     """LEDGER.md: counts by disposition, then every commit by window (merge order)."""
-    from sync.reports.markdown import table
+    from sync.markdown import table
 
     counts = Counter(r.disposition for r in rows)
     out = [
@@ -197,24 +261,26 @@ def render_ledger_md(rows: list[LedgerRow]) -> str:
         + ", ".join(f"{counts[d]} {d}" for d in DISPOSITIONS if counts[d])
         + ". Source: `.vime-sync/ledger` (one row per commit; `vime-sync ledger --pr N` answers where a PR went).",
     ]
+    followed = any(r.follow for r in rows)
     for window in dict.fromkeys(r.window for r in rows):
         out += ["", f"## {window}", ""]
         out += table(
-            ["PR", "upstream", "title", "disposition", "vime commit", "reason"],
-            [[r.label, f"`{r.sha[:10]}`", r.title, r.disposition, r.downstream[:10] or "-", r.reason]
+            ["PR", "upstream", "title", "disposition", "vime commit", "reason", *([FOLLOW_FIELD] * followed)],
+            [[r.label, f"`{r.sha[:10]}`", r.title, r.disposition, r.downstream[:10] or "-", r.reason,
+              *([r.follow.cell() if r.follow else "-"] * followed)]
              for r in rows if r.window == window],
         )  # fmt: skip
     return "\n".join(out) + "\n"
 
 
 def ledger_files(rows: list[LedgerRow]) -> dict[str, bytes]:
-    return {LEDGER_PATH: dump_ledger(rows), LEDGER_MD: render_ledger_md(rows).encode()}
+    return {LEDGER_PATH: dump_ledger(rows), LEDGER_MD: to_utf8(render_ledger_md(rows))}
 
 
 def _per_pr_commits(downstream: Path, rev: str) -> dict[tuple[str, str], str]:
     """(window, PR label) -> the ``--per-pr`` commit that merged it, from the sync commits' subjects."""
     try:
-        log = git(downstream, "log", "--format=%H%x00%s", "--grep=^sync(slime #", rev).decode(
+        log = git(downstream, "log", "--format=%H%x00%s", f"--grep=^{SYNC_SUBJECT_PREFIX}", rev).decode(
             "utf-8", "replace"
         )
     except GitError:
@@ -222,9 +288,9 @@ def _per_pr_commits(downstream: Path, rev: str) -> dict[tuple[str, str], str]:
     found = {}
     for line in log.splitlines():
         sha, _, subject = line.partition("\0")
-        m = _PER_PR_SUBJECT.match(subject)
-        if m:
-            found.setdefault((f"slime-{m.group(1)}-{m.group(2)}", m.group(3)), sha)
+        parsed = parse_per_pr_subject(subject)
+        if parsed is not None:
+            found.setdefault((parsed.window, parsed.ref), sha)
     return found
 
 
@@ -251,13 +317,17 @@ def fill_downstream(downstream: Path, rows: list[LedgerRow], rev: str = "HEAD") 
     return out
 
 
-def where_is(rows: list[LedgerRow], pr: int, upstream: Path | None = None, upstream_ref: str = "HEAD") -> str:
-    """The answer to "where is upstream PR #N?" from the ledger (and the upstream's history, if given)."""
+def where_is(
+    rows: list[LedgerRow],
+    pr: int,
+    merged_upstream: Callable[[int], UpstreamCommit | None] | None = None,
+    upstream_ref: str = "HEAD",
+) -> str:
+    """The answer to "where is upstream PR #N?" from the ledger, and from the upstream's history when
+    ``merged_upstream`` (PR number -> the first-parent commit at ``upstream_ref`` that merged it) is given."""
     hits = [r for r in rows if r.pr == pr]
-    if not hits and upstream is not None:
-        from sync.window.history import find_pr_commit, first_parent_log
-
-        c = find_pr_commit(first_parent_log(upstream, upstream_ref), pr)
+    if not hits and merged_upstream is not None:
+        c = merged_upstream(pr)
         if c is None:
             return f"PR #{pr} is not merged on the upstream's first-parent history ({upstream_ref})"
         return (

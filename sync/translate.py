@@ -101,6 +101,7 @@ def translate_tree(
     one process otherwise), so the output is deterministic.
     """
     ordered = sorted(files, key=lambda item: item[0])
+    compiled(rules).vllm_options()  # read vLLM's serve options once, before any worker forks
     if workers is None:
         cpus = os.cpu_count() or 1
         # On 2 cores shared with other work, a pool measured slower than one process (docs/benchmarks.md).

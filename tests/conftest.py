@@ -79,6 +79,26 @@ def arithmetic_prompts() -> Path:
 
 
 @pytest.fixture(scope="session")
+def train_flags(tiny_model_dir):
+    """train.py's flags for a short tiny-cpu run (``train_flags("--num-rollout", "2", ...)``): the
+    preset, the model (``model=`` another one), ``batch`` prompts of ``n`` samples, then the extras,
+    then free ports for the router's metrics and the engines (other runs here may hold the defaults)."""
+    from tests.net_helpers import free_port
+
+    def flags(*extra: str, model: Path | None = None, batch: int = 4, n: int = 4) -> list[str]:
+        return [
+            "--preset", "tiny-cpu",
+            "--hf-checkpoint", str(model or tiny_model_dir),
+            "--rollout-batch-size", str(batch), "--n-samples-per-prompt", str(n),
+            *extra,
+            "--router-prometheus-port", str(free_port()),
+            "--vllm-base-port", str(free_port()),
+        ]  # fmt: skip
+
+    return flags
+
+
+@pytest.fixture(scope="session")
 def make_rollout_args(tiny_model_dir, arithmetic_prompts):
     """Build vime args the way train.py does: ``make_rollout_args("--rollout-batch-size", "4", ...)``."""
     from vime.utils.arguments import parse_args

@@ -7,17 +7,12 @@ module only. The library itself never patches anything.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import pytest
 import torch
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.net_helpers import free_port
 
 
 def megatron_on_cpu() -> Iterator[None]:
@@ -31,7 +26,7 @@ def megatron_on_cpu() -> Iterator[None]:
     created = not dist.is_initialized()
     if created:
         mp.setenv("MASTER_ADDR", "127.0.0.1")
-        mp.setenv("MASTER_PORT", str(_free_port()))
+        mp.setenv("MASTER_PORT", str(free_port("127.0.0.1")))
         dist.init_process_group("gloo", rank=0, world_size=1)
     elif dist.get_world_size() != 1:
         mp.undo()

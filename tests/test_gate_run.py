@@ -113,7 +113,7 @@ def test_clean_worktree_passes_and_says_which_framework_it_used(tmp_path):
     )
     result = run_gate(worktree, tmp_path / "report", FILE_PRS)
     assert result.passed, [f.describe() for f in result.failures]
-    assert [c.status for c in result.checks] == ["passed"] * 6
+    assert [c.status for c in result.checks] == ["passed"] * 7  # vime-import included
     assert any("this installation's vime framework" in note for note in result.notes)
     assert json.loads((tmp_path / "report" / "gate.json").read_text())["passed"] is True
 

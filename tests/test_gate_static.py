@@ -13,14 +13,14 @@ from sync.gate.static_checks import (
     conflict_marker_lines,
     sglang_imports,
 )
-from sync.gate.vllm_flags import (
+from sync.rules import load_rules
+from sync.translator.vllm_flags import (
     build_vllm_server_options,
     check_vllm_flags,
     own_vllm_flags,
     script_flags,
     vllm_server_options,
 )
-from sync.rules import load_rules
 
 
 def test_conflict_markers_found_with_base_section_and_separator():
@@ -101,7 +101,7 @@ def test_vllm_flags_checked_against_vllms_own_parser(tmp_path, server_options):
         "  --vllm-mem-fraction-static 0.6 --vllm-router-port 3000\n"
     )
     failures = check_vllm_flags(
-        tmp_path, ["run.sh"], {"--vllm-router-port"}, {"run.sh": [120]}, server_options
+        tmp_path, ["run.sh"], {"--vllm-router-port"}, {"run.sh": [120]}, server_options, load_rules()
     )
     assert [(f.line, f.prs) for f in failures] == [(2, [120])]
     assert "--vllm-mem-fraction-static" in failures[0].message
@@ -118,8 +118,8 @@ def test_vllm_flag_check_is_skipped_with_a_note_when_vllm_is_missing(tmp_path, m
     """Without vLLM the flag check cannot build vLLM's parser: it is reported as skipped, not passed."""
     import sync.gate.static as gate
     from sync.gate.config import GateConfig
-    from sync.gate.result import GateResult
-    from sync.gate.vllm_flags import VllmNotInstalled
+    from sync.model.gate import GateResult
+    from sync.translator.vllm_flags import VllmNotInstalled
 
     def missing():
         raise VllmNotInstalled("No module named 'vllm'")

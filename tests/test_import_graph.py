@@ -156,3 +156,63 @@ def test_sync_does_not_import_vime():
         for t in targets
         if t.startswith("vime")
     ]
+
+
+# vime-sync: a module's unit is its top-level part of sync (``sync.window``, ``sync.ledger``, ...).
+# Between units, imports run one way only: the unit graph has no cycle, so no import runs back up.
+# sync.model is the ground floor (the shared types and artefact names) and sync.gitio the only
+# caller of git; neither imports anything above it. An import that has to run back up for a while
+# is listed here ((unit, unit): why); a listed one must still exist, so the list only shrinks.
+# None is listed today.
+SYNC_UPWARD_LEFT: dict[tuple[str, str], str] = {}
+
+
+def _sync_unit(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def sync_unit_graph() -> dict[str, set[str]]:
+    units: dict[str, set[str]] = {}
+    for source, targets in import_graph().items():
+        if not source.startswith("sync.") and source != "sync":
+            continue
+        unit = _sync_unit(source)
+        units.setdefault(unit, set())
+        for target in targets:
+            if target.startswith("sync.") and _sync_unit(target) != unit:
+                units[unit].add(_sync_unit(target))
+    return units
+
+
+def test_sync_model_is_the_ground_floor():
+    graph = import_graph()
+    model = {m for m in graph if m == "sync.model" or m.startswith("sync.model.")}
+    assert model, "sync.model is missing"
+    above = sorted((s, t) for s in model for t in graph[s] if t.startswith("sync") and t not in model)
+    assert not above, "sync.model imports from above it: " + ", ".join(f"{s} -> {t}" for s, t in above)
+
+
+def test_gitio_imports_nothing_of_sync_and_is_the_only_git_caller():
+    graph = import_graph()
+    assert not [t for t in graph["sync.gitio"] if t.startswith("sync")]
+    callers = []
+    for path in (ROOT / "sync").rglob("*.py"):
+        if path.is_relative_to(DATA) or path == ROOT / "sync" / "gitio.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+            first = node.elts[0] if isinstance(node, ast.List) and node.elts else None
+            if isinstance(first, ast.Constant) and first.value == "git":
+                callers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not callers, "git run outside sync/gitio.py: " + ", ".join(callers)
+
+
+def test_sync_units_import_only_downward():
+    units = sync_unit_graph()
+    for (source, target), why in SYNC_UPWARD_LEFT.items():
+        assert target in units.get(source, set()), f"{source} -> {target} no longer imported: drop it ({why})"
+        units[source].discard(target)
+    found = cycles(units)
+    assert not found, (
+        "sync units that import each other (move the shared type into sync.model): "
+        + "; ".join(" <-> ".join(c) for c in found)
+    )

@@ -150,3 +150,108 @@ def test_gpu_check_arguments_are_train_py_defaults(tiny_model_dir) -> None:
         assert key in parsed, f"{key} is no longer an argument"
         if key not in on_purpose:
             assert parsed[key] == value, (key, parsed[key], value)
+
+
+def test_megatron_dynamic_batching_trains_like_the_torch_backend(megatron_cpu, tiny_model_dir) -> None:
+    """Token-budget micro-batches (the same flags in both backends): equal metrics and log-probs, and
+    the Megatron forwards stay within the budget."""
+    extra = ("--use-dynamic-batch-size", "--max-tokens-per-gpu", "10", "--optimizer", "sgd")
+    args = _args(tiny_model_dir, *extra)
+    torch_backend, megatron_backend = _backends(args)
+    shapes: list[tuple[int, int]] = []
+    hook = megatron_backend.actor.model.register_forward_pre_hook(
+        lambda _m, _a, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True
+    )
+    ref_metrics = torch_backend.train(0, TrainBatch.from_rollout_data(_rollout_data()))
+    got_metrics = megatron_backend.train(0, TrainBatch.from_rollout_data(_rollout_data()))
+    hook.remove()
+    for key in ("pg_loss", "entropy", "grad_norm", "loss"):
+        assert got_metrics[key] == pytest.approx(ref_metrics[key], rel=1e-4, abs=1e-6), key
+    assert all(b * w <= 10 or b == 1 for b, w in shapes) and len(shapes) > 2  # not the 2 fixed chunks
+    batch = TrainBatch.from_rollout_data(_rollout_data())
+    for ref, got in zip(
+        torch_backend.compute_logprobs(batch), megatron_backend.compute_logprobs(batch), strict=True
+    ):
+        torch.testing.assert_close(got, ref, atol=1e-4, rtol=1e-4)
+
+
+def test_megatron_runtime_flags_reach_the_transformer_config(megatron_cpu, tiny_model_dir) -> None:
+    """Megatron's runtime flags are megatron-core's config, not ignored: recompute, dropout, kernels.
+    (Recompute and dropout fork the CUDA RNG when they run, so on the CPU only their config is checked.)"""
+    args = _args(
+        tiny_model_dir,
+        "--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1",
+        "--attention-dropout", "0.05",
+        "--attention-backend", "unfused", "--attention-softmax-in-fp32",
+        "--make-vocab-size-divisible-by", "64",
+    )  # fmt: skip
+    args.hidden_dropout = 0.1  # validation on the CPU is the torch backend's, which refuses it
+    _, megatron_backend = _backends(args, with_torch=False)
+    config = megatron_backend.actor.model.config
+    assert (config.recompute_granularity, config.recompute_method, config.recompute_num_layers) == (
+        "full",
+        "uniform",
+        1,
+    )
+    assert (config.hidden_dropout, config.attention_dropout) == (0.1, 0.05)
+    assert config.attention_softmax_in_fp32
+    attention = megatron_backend.actor.model.decoder.layers[0].self_attention.core_attention
+    assert attention.kernel == "unfused"
+    assert megatron_backend.actor.model.vocab_size % 64 == 0 and megatron_backend.actor.model.vocab_size % 128
+
+
+def test_megatron_lr_warmup_and_pad_multiple_apply_in_training(megatron_cpu, tiny_model_dir) -> None:
+    args = _args(tiny_model_dir, "--lr-warmup-iters", "4")
+    args.data_pad_size_multiplier = 8  # Megatron-only; the CPU validates for the torch backend
+    _, megatron_backend = _backends(args, with_torch=False)
+    widths: list[int] = []
+    megatron_backend.actor.model.register_forward_pre_hook(
+        lambda _m, _a, kw: widths.append(kw["input_ids"].shape[1]), with_kwargs=True
+    )
+    metrics = megatron_backend.train(0, TrainBatch.from_rollout_data(_rollout_data()))
+    assert metrics["lr"] == pytest.approx(1e-2 / 4)  # the first warm-up step of four
+    assert widths and all(w % 8 == 0 for w in widths)  # micro-batches padded to the multiplier
+
+
+def test_megatron_log_probs_chunking_gives_the_same_numbers(
+    megatron_cpu, tiny_model_dir, monkeypatch
+) -> None:
+    from vime.backends.megatron_utils import logprobs
+
+    widths: list[int] = []
+    real = logprobs.vocab_parallel_logprobs_and_entropy
+
+    def counted(logits, *rest, **kw):
+        widths.append(logits.shape[1])
+        return real(logits, *rest, **kw)
+
+    monkeypatch.setattr(logprobs, "vocab_parallel_logprobs_and_entropy", counted)
+    batch = TrainBatch.from_rollout_data(_rollout_data())
+    _, whole = _backends(_args(tiny_model_dir), with_torch=False)
+    chunked_args = _args(tiny_model_dir)
+    chunked_args.log_probs_chunk_size = 2  # Megatron-only; the CPU validates for the torch backend
+    _, chunked = _backends(chunked_args, with_torch=False)
+    widths.clear()
+    whole_lp = whole.compute_logprobs(batch)
+    assert max(widths) > 2
+    widths.clear()
+    chunked_lp = chunked.compute_logprobs(batch)
+    assert max(widths) == 2  # the flag cut the positions into chunks of two
+    for a, b in zip(whole_lp, chunked_lp, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+    m_whole = whole.train(0, TrainBatch.from_rollout_data(_rollout_data()))
+    m_chunked = chunked.train(0, TrainBatch.from_rollout_data(_rollout_data()))
+    assert m_chunked["grad_norm"] == pytest.approx(m_whole["grad_norm"], rel=1e-5)
+
+
+def test_norms_take_the_training_dtype(megatron_cpu, tiny_model_dir) -> None:
+    """Torch norms of the local spec follow params_dtype (bf16 here), as every other weight does."""
+    from vime.backends.megatron_utils.hf_config import load_shape
+    from vime.backends.megatron_utils.model_builder import ParallelSizes, build_gpt_model
+
+    model = build_gpt_model(
+        load_shape(tiny_model_dir), ParallelSizes(), dtype=torch.bfloat16, use_cpu_init=True
+    )
+    dtypes = {name: p.dtype for name, p in model.named_parameters()}
+    assert any("layernorm" in n for n in dtypes)
+    assert set(dtypes.values()) == {torch.bfloat16}, {n: d for n, d in dtypes.items() if d != torch.bfloat16}

@@ -120,7 +120,7 @@ def test_layer_offset_and_unknown_names() -> None:
         "model.layers.5.mlp.down_proj.weight",
     )
     with pytest.raises(KeyError, match="no HF mapping"):
-        rule_for("decoder.layers.0.mlp.router.weight", shape)
+        rule_for("decoder.layers.0.mlp.experts.weight1", shape)  # grouped-GEMM experts: not built
 
 
 def test_shape_from_config_rejects_other_families() -> None:
@@ -174,3 +174,25 @@ def test_first_bucket_can_be_smaller() -> None:
     specs = [(f"t{i}", torch.float32, (64,)) for i in range(32)]  # 256 bytes each
     plan = plan_buckets(specs, bucket_bytes=2048, first_bucket_bytes=512)
     assert [len(b) for b in plan] == [2, 8, 8, 8, 6]
+
+
+def test_cached_packer_equals_pack_into_and_sees_updated_sources() -> None:
+    """The fused per-bucket copy writes the same bytes as the per-tensor packing, update after update
+    (the sources are the live parameters; the second call reuses the destination views)."""
+    from vime.backends.megatron_utils.buckets import CachedPacker
+
+    tensors = [torch.randn(i + 1, 5).to(torch.bfloat16 if i % 3 else torch.float32) for i in range(12)]
+    tensors.append(torch.randn(2, 3, 4))  # a strided-shaped source (like q/k/v views) of a (6, 4) tensor
+    specs = [(f"t{i}", t.dtype, tuple(t.shape)) for i, t in enumerate(tensors[:-1])]
+    plan = plan_buckets([*specs, ("qkv", torch.float32, (6, 4))], bucket_bytes=200)
+    packer, buffers = CachedPacker(), [torch.empty(4096, dtype=torch.uint8) for _ in plan]
+    for update in range(3):
+        source = iter(tensors)
+        for i, bucket in enumerate(plan):
+            batch = [next(source) for _ in bucket]
+            got = unpack(packer.pack(i, buffers[i], bucket, batch).clone(), bucket)
+            want = unpack(pack_into(torch.zeros(4096, dtype=torch.uint8), bucket, batch), bucket)
+            assert all(torch.equal(a, b) for (_, a), (_, b) in zip(got, want, strict=True)), (update, i)
+        for t in tensors:
+            t.add_(1.0)  # the optimizer step between updates
+    assert len(packer._dests) == len(plan)  # views made once per bucket

@@ -6,8 +6,7 @@ apply random replacements, insertions, deletions and re-indents. The merge runs 
 it (``merge_contents``: git merge-file, then the per-definition pass for Python), the questions as
 the reports ask them, and every Confirm/Settled default is applied as ``resolve`` would. Unless a
 Decide question was asked, every line the downstream changed must still be in the result, where
-"changed" ignores only the whitespace the file type does not care about (in Python, YAML and
-Makefiles leading whitespace is content).
+"changed" ignores only the whitespace the file type does not care about (``sync.merge.whitespace``).
 """
 
 from __future__ import annotations
@@ -18,11 +17,11 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sync.merge.filemerge import merge_contents
+from sync.merge.textmerge import parse_hunks, replace_hunks
+from sync.merge.whitespace import kind_of, meaningful_lines
 from sync.reports.questions import build_questions
-from sync.window.filemerge import merge_contents
-from sync.window.textmerge import parse_hunks, replace_hunks
 from sync.window.translation import Translated
-from sync.window.whitespace import indent_matters, squash
 
 LINES = ["def f():", "    x = 1", "    return x", "y = 2", "", "    pass", "z = [1,  2]", "# note"]
 LABELS = ("ours (vime)", "base", "theirs")
@@ -57,9 +56,8 @@ def as_bytes(lines: list[str]) -> bytes:
 
 
 def norm(data: bytes, path: str) -> list[bytes]:
-    """The lines as the file type reads them: leading whitespace kept where it is content."""
-    indent = indent_matters(path)
-    return [squash(x, indent) for x in data.splitlines()]
+    """The lines as the file type reads them: only the whitespace it gives no meaning is dropped."""
+    return meaningful_lines(data, kind_of(path))
 
 
 def downstream_changes(base: bytes, ours: bytes, path: str) -> Counter[bytes]:
@@ -83,7 +81,18 @@ def resolved_with_defaults(data: bytes, marker_size: int, defaults: dict[int, st
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    path=st.sampled_from(["vime/m.py", "conf.yaml", "Makefile", "docs/notes.md"]),
+    path=st.sampled_from(
+        [
+            "vime/m.py",
+            "conf.yaml",
+            "Makefile",
+            "docs/notes.md",
+            "scripts/run.sh",
+            "Dockerfile",
+            "c.toml",
+            "c.json",
+        ]
+    ),
     base=st.lists(line, min_size=1, max_size=7),
     ours_edits=st.lists(edit, min_size=1, max_size=4),
     theirs_edits=st.lists(edit, min_size=1, max_size=4),

@@ -6,9 +6,9 @@ import libcst as cst
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sync.merge.structmerge import struct_merge
+from sync.merge.textmerge import choose_marker_size, count_markers, merge3, parse_hunks, replace_hunks
 from sync.window.history import pr_number
-from sync.window.structmerge import struct_merge
-from sync.window.textmerge import choose_marker_size, count_markers, merge3, parse_hunks, replace_hunks
 
 LABELS = ("ours", "base", "theirs")
 
@@ -57,8 +57,9 @@ def test_struct_merge_settles_adjacent_definitions():
     theirs = b"import os\nimport sys\ndef f():\n    return 1\ndef g(x=0):\n    return 2\ndef h():\n    pass\n"
     assert merge3(ours, base, theirs, LABELS).conflicts > 0
     merged = struct_merge(ours, base, theirs)
+    assert merged is not None
     assert (
-        merged
+        merged.data
         == b"import os\nimport sys\ndef f():\n    return 10\ndef g(x=0):\n    return 2\ndef h():\n    pass\n"
     )
 
@@ -74,7 +75,9 @@ def test_struct_merge_deletion_by_one_side():
     base = b"def f():\n    return 1\ndef g():\n    return 2\n"
     ours = b"def f():\n    return 10\ndef g():\n    return 2\n"
     theirs = b"def f():\n    return 1\n"
-    assert struct_merge(ours, base, theirs) == b"def f():\n    return 10\n"
+    settled = struct_merge(ours, base, theirs)
+    assert settled is not None and settled.data == b"def f():\n    return 10\n"
+    assert (settled.ours, settled.theirs) == (("changed `def f`",), ("deleted `def g`",))
     assert struct_merge(b"def f():\n    return 1\ndef g():\n    return 20\n", base, theirs) is None
 
 
@@ -93,9 +96,9 @@ def test_struct_merge_output_always_parses_and_keeps_one_sided_changes(b, o, t):
         assert merged is None
         return
     assert merged is not None
-    cst.parse_module(merged.decode())
+    cst.parse_module(merged.data.decode())
     expected = [o[i] if o[i] != b[i] else t[i] for i in range(3)]
-    assert merged == module(expected)
+    assert merged.data == module(expected)
 
 
 def test_struct_merge_keeps_edited_imports_in_place():
@@ -103,9 +106,10 @@ def test_struct_merge_keeps_edited_imports_in_place():
     ours = b"import os  # vime\nimport sys\nimport re\n"
     theirs = b"import os\nimport sys as system\nimport re\n"
     assert merge3(ours, base, theirs, LABELS).conflicts == 1
-    assert struct_merge(ours, base, theirs) == b"import os  # vime\nimport sys as system\nimport re\n"
+    merged = struct_merge(ours, base, theirs)
+    assert merged is not None and merged.data == b"import os  # vime\nimport sys as system\nimport re\n"
 
 
 def test_struct_merge_places_a_new_first_statement_before_its_successor():
     merged = struct_merge(b"import os\nY = 2\n", b"import os\nY = 1\n", b"import zz\nimport os\nY = 1\n")
-    assert merged == b"import zz\nimport os\nY = 2\n"
+    assert merged is not None and merged.data == b"import zz\nimport os\nY = 2\n"

@@ -77,6 +77,13 @@ def test_token_ids_go_to_the_token_route_and_text_to_completions():
     assert body["return_token_ids"] is True and body["max_tokens"] == 3
     with pytest.raises(SGLangRequestError, match="image_data"):
         to_vllm_request({"text": "hi", "image_data": ["x"]})
+    # keys that ask for nothing (no image, routed experts not wanted), as strands-sglang sends them
+    route, body, _ = to_vllm_request(
+        {"input_ids": [1], "image_data": None, "return_routed_experts": False, "routed_experts_start_len": 0}
+    )
+    assert route == "/inference/v1/generate" and body["token_ids"] == [1]
+    with pytest.raises(SGLangRequestError, match="return_routed_experts, routed_experts_start_len"):
+        to_vllm_request({"input_ids": [1], "return_routed_experts": True, "routed_experts_start_len": 0})
     with pytest.raises(SGLangRequestError, match="one prompt per call"):
         to_vllm_request({"input_ids": [[1], [2]]})
 

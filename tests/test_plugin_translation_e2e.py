@@ -26,6 +26,7 @@ from typing import ClassVar
 
 import pytest
 
+from tests.net_helpers import free_port
 from vime.rollout.debug_data import load_rollout_data
 
 REPO = Path(__file__).resolve().parents[1]
@@ -194,12 +195,6 @@ class SearchServer:
         self.thread.join(timeout=10)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
-
-
 def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: int) -> subprocess.CompletedProcess:
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"{' '.join(argv[:3])} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
@@ -267,7 +262,7 @@ def test_translated_plugins_pass_contracts_and_train(translated, vllm_router, ti
              "--custom-generate-function-path", "generate_with_search.generate",
              "--custom-rm-path", "generate_with_search.reward_func",
              "--vllm-kv-cache-memory-bytes", "256M", "--vllm-max-model-len", "1024",
-             "--router-prometheus-port", str(_free_port()), "--vllm-base-port", str(random.randrange(20000, 40000)),  # engines allocate upward from it
+             "--router-prometheus-port", str(free_port()), "--vllm-base-port", str(random.randrange(20000, 40000)),  # engines allocate upward from it
              "--save-debug-rollout-data", rollouts],
             translated, env, 480,
         )  # fmt: skip

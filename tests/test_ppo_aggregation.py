@@ -1,13 +1,13 @@
 """Loss aggregation is invariant to how the global batch is split (micro-batches and DP ranks)."""
 
 import os
-import socket
 
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from tests.net_helpers import free_port
 from vime.algorithms import AGG_MODES, LossConfig, actor_loss, aggregate, global_denominator, masked_whiten
 
 
@@ -52,12 +52,6 @@ def test_token_mean_differs_from_seq_mean_on_uneven_lengths():
     assert aggregate(values, mask, "seq_mean_token_sum", 2).item() == pytest.approx((3 + 4) / 2)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _rank_main(rank: int, world: int, port: int, out: dict):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -92,7 +86,7 @@ def test_two_gloo_ranks_match_one_process():
 
     with mp.Manager() as manager:
         out = manager.dict()
-        mp.spawn(_rank_main, args=(2, _free_port(), out), nprocs=2, join=True)
+        mp.spawn(_rank_main, args=(2, free_port("127.0.0.1"), out), nprocs=2, join=True)
         results = dict(out)
     assert results[0][0] == pytest.approx(whole.item(), abs=1e-6)
     torch.testing.assert_close(torch.cat([results[0][1], results[1][1]]), param.grad)

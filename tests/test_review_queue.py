@@ -466,8 +466,8 @@ def test_unmapped_sites_group_by_the_reference_they_name():
 
 def test_failures_compare_without_line_numbers_and_layout_targets():
     from sync.gate.regression import keyed
-    from sync.gate.result import GateFailure
     from sync.layout import parse_layout
+    from sync.model.gate import GateFailure
 
     def imp(line: int) -> GateFailure:
         return GateFailure(
@@ -478,6 +478,14 @@ def test_failures_compare_without_line_numbers_and_layout_targets():
 
     assert keyed([imp(40)]).keys() == keyed([imp(42)]).keys()  # shifted, still the same failure
     assert len(keyed([imp(40), imp(50)])) == 2  # twice in a file stays twice
+    # a contract run is attributed to the Python files each tree changed: the same error is one failure
+    broken = "test_reward_contract.py: ImportError: cannot import name 'X' from 'vime.utils.misc'"
+    before = GateFailure("contract", broken, ["vime/rollout/a.py"])
+    after = GateFailure("contract", broken, ["vime/rollout/a.py", "vime/rollout/b.py"])
+    assert keyed([before]).keys() == keyed([after]).keys()
+    assert (
+        keyed([before]).keys() != keyed([GateFailure("contract", broken + "!", ["vime/rollout/a.py"])]).keys()
+    )
     layout = parse_layout('kind = "layout"\n[paths]\n"slime/u.py" = { port = "vime/algorithms/" }\n'
                           '"slime/d/" = { port = "vime/e/" }\n"slime/*.md" = "ignore"\n')  # fmt: skip
     assert layout.place("slime/u.py").to == "vime/algorithms/u.py"

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from types import SimpleNamespace
 
 import pytest
 from aiohttp import web
 
+from tests.net_helpers import free_port
 from vime.rollout.rm_hub import RemoteRewardError, RewardInputError, async_rm, close_remote_sessions
 from vime.utils.types import Sample
 
@@ -151,9 +151,7 @@ def test_malformed_answers_fail_at_once(route: str, message: str) -> None:
 
 
 def test_unreachable_service() -> None:
-    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port("127.0.0.1")  # free a moment ago: nothing listens there
 
     async def body():
         try:

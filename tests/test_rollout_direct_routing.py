@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Sequence
 
 import pytest
+import requests
 from aiohttp import web
 
 from vime.ray.router_process import RouterProcess
@@ -96,10 +97,33 @@ def test_direct_routing_skips_a_dead_engine_and_needs_no_router_hop(make_rollout
         release_ports([router_port, prom_port, dead_port])
 
 
-def test_router_routing_still_goes_through_the_router(make_rollout_args, vllm_router):
-    host, port = vllm_router.removeprefix("http://").rsplit(":", 1)
-    args = make_rollout_args(
-        "--vllm-router-ip", host, "--vllm-router-port", port, "--rollout-routing", "router"
+def _router_requests(prometheus_port: int, worker: str) -> float:
+    """The router's own count of requests it forwarded to ``worker`` (its Prometheus endpoint)."""
+    text = requests.get(f"http://127.0.0.1:{prometheus_port}/metrics", timeout=10).text
+    line = f'vllm_router_processed_requests_total{{worker="{worker}"}}'
+    return sum(float(row.split()[-1]) for row in text.splitlines() if row.startswith(line))
+
+
+def test_router_routing_still_goes_through_the_router(make_rollout_args, vllm_engine):
+    """The router's own request counter rises by one per sample with ``--rollout-routing router`` and
+    stays put with ``direct`` (same router, same engine), so the requests did pass through it."""
+    router_port, prom_port = allocate_ports(2, start=36000, spread=4000)
+    router = RouterProcess(
+        "127.0.0.1", router_port, ["--prometheus-port", str(prom_port)], tempfile.mkdtemp()
     )
-    samples = _generate_all(args, 2, ["s1"])
-    assert all(0 < s.response_length <= 4 for s in samples)
+    router.start()
+    try:
+        router.client.add_worker(vllm_engine.url)
+        flags = ["--vllm-router-ip", "127.0.0.1", "--vllm-router-port", str(router_port)]
+        before = _router_requests(prom_port, vllm_engine.url)
+        samples = _generate_all(make_rollout_args(*flags, "--rollout-routing", "router"), 3, ["s1"])
+        assert all(0 < s.response_length <= 4 for s in samples)
+        through_router = _router_requests(prom_port, vllm_engine.url)
+        assert through_router - before >= len(samples)
+
+        direct = _generate_all(make_rollout_args(*flags, "--rollout-routing", "direct"), 3)
+        assert all(0 < s.response_length <= 4 for s in direct)
+        assert _router_requests(prom_port, vllm_engine.url) == through_router  # direct: not through it
+    finally:
+        router.stop()
+        release_ports([router_port, prom_port])

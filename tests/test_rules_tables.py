@@ -54,8 +54,10 @@ def test_module_rules_prefer_the_longest_prefix():
         loaded.map_dotted("slime.rollout.sglang_rollout.generate")[0] == "vime.rollout.vllm_rollout.generate"
     )
     assert loaded.map_dotted("slime.utils.misc")[0] == "vime.utils.misc"
-    new, rule = loaded.map_dotted("sglang.srt.managers.io_struct.Tool")
+    new, rule = loaded.map_dotted("sglang.srt.managers.io_struct.UpdateWeightsFromDiskReqInput")
     assert new is None and rule.status == "unsupported"
+    # a member rule beats its module's: SGLang's Tool struct is served by vime.compat's parsers
+    assert loaded.map_dotted("sglang.srt.managers.io_struct.Tool")[0] == "vime.compat.client_parsers.Tool"
     assert loaded.map_dotted("numpy.linalg") == (None, None)
 
 

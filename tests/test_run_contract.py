@@ -51,6 +51,9 @@ def test_path_flags_become_env_vars_and_the_rest_passes_through():
         (["nope.py"], "contract file 'nope.py' not found"),
         ([REWARD, "--custom-rm-path"], "--custom-rm-path needs a value"),
         ([REWARD, "--custom-rm-path", "-x"], "--custom-rm-path needs a value"),
+        ([REWARD, "--args", "{rollout_max_context_len: 1}"], "--args takes JSON"),
+        ([REWARD, "--args", "[1, 2]"], "--args takes JSON like"),
+        ([REWARD, "--prompt", "{}"], "--prompt takes JSON like"),
     ],
 )
 def test_usage_errors_are_one_line(argv, message, monkeypatch):
@@ -155,3 +158,22 @@ def test_contract_args_fall_back_to_vimes_own_defaults(monkeypatch):
     assert getattr(args, "not_a_flag", "fallback") == "fallback"
     with pytest.raises(AttributeError, match="'not_a_flag': it is not one of vime's flags"):
         _ = args.not_a_flag
+
+
+def test_args_prompt_and_label_reach_every_hook_of_the_contract(tmp_path):
+    """``--args`` / ``--prompt`` / ``--label`` are JSON the contract gives every hook it calls:
+    the reward contract's args too (a reward that reads a flag its launch script sets)."""
+    (tmp_path / "flag_reward.py").write_text(
+        "async def score(args, sample, **kwargs):\n"
+        "    assert args.rollout_max_context_len == 77, 'no flag'\n"
+        "    assert sample.prompt == [{'role': 'user', 'content': 'hi'}], sample.prompt\n"
+        "    assert sample.label == {'target': ['2']}, sample.label\n"
+        "    return 1.0\n"
+    )
+    done = run(
+        str(RUNNER), str(ROOT / REWARD), "--custom-rm-path", "flag_reward.score",
+        "--args", '{"rollout_max_context_len": 77}', "--prompt", '[{"role": "user", "content": "hi"}]',
+        "--label", '{"target": ["2"]}', "-q", "-p", "no:cacheprovider", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout

@@ -182,6 +182,31 @@ BROKEN = [
         ["--custom-generate-function-path", f"{FX}.broken_generate.not_async"],
         "must be 'async def'",
     ),
+    (
+        "test_generate_function_contract.py",
+        ["--custom-generate-function-path", f"{FX}.broken_generate.never_calls_engine"],
+        "returned without one answered generate request to the engine its args name",
+    ),
+    (
+        "test_generate_function_contract.py",
+        ["--custom-generate-function-path", f"{FX}.broken_generate.tokens_without_the_prompt"],
+        "tokens do not start with a prompt it sent to the engine",
+    ),
+    (
+        "test_generate_function_contract.py",
+        ["--custom-generate-function-path", f"{FX}.broken_generate.aborted_without_an_abort"],
+        "is ABORTED but the engine aborted none of its 1 request(s)",
+    ),
+    (
+        "test_generate_function_contract.py",
+        ["--custom-generate-function-path", f"{FX}.broken_generate.no_log_probs"],
+        "is COMPLETED without rollout_log_probs",
+    ),
+    (
+        "test_generate_function_contract.py",
+        ["--custom-generate-function-path", f"{FX}.broken_generate.completed_whatever_happened"],
+        "the engine aborted all 1 request(s) but returned sample 0 is COMPLETED",
+    ),
 ]
 
 
@@ -204,7 +229,19 @@ GOOD = [
         "test_rollout_log_contract.py",
         ["--custom-rollout-log-function-path", f"{FX}.reference_plugins.log_and_keep_default"],
     ),
-    ("test_generate_function_contract.py", ["--custom-generate-function-path", f"{FX}.engine_free.generate"]),
+    (
+        "test_generate_function_contract.py",
+        ["--custom-generate-function-path", f"{FX}.reference_plugins.engine_generate"],
+    ),
+    (
+        "test_rollout_function_contract.py",
+        [
+            "--rollout-function-path",
+            "vime.rollout.fully_async_rollout.generate_rollout_fully_async",
+            "--eval-function-path",
+            "vime.rollout.vllm_rollout.generate_rollout",
+        ],
+    ),
 ]
 
 

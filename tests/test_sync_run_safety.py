@@ -85,23 +85,24 @@ def test_reindented_python_line_is_a_decide_question_not_theirs(tmp_path):
 
 @pytest.mark.parametrize("path", ["a.py", "ci.yaml", "conf.yml", "Makefile", "rules.mk"])
 def test_leading_whitespace_is_content_in_python_yaml_makefiles(path):
-    from sync.window.whitespace import indent_matters
+    from sync.merge.whitespace import indent_matters, kind_of
 
     ours, base, theirs = b"a:\n    b\n", b"a:\nb\n", b"a:\nc\n"
     assert indent_matters(path)
-    assert propose_hunk_default(ours, base, theirs, indent=True) == (None, "")
-    # in prose, re-flowed whitespace is still whitespace
-    assert propose_hunk_default(ours, base, theirs, indent=False)[0] == "theirs"
-    assert not indent_matters("docs/x.md")
+    assert propose_hunk_default(ours, base, theirs, kind_of(path)) == (None, "")
+    # in a shell script, re-indenting a line is still layout
+    assert propose_hunk_default(ours, base, theirs, "shell")[0] == "theirs"
+    assert not indent_matters("scripts/x.sh")
 
 
 def test_rules_can_name_more_indent_significant_files():
-    from sync.window.whitespace import matcher
+    from sync.merge.whitespace import matcher
 
     class Rules:
-        settings: ClassVar[dict] = {"text": {"indent_significant": ["*.rst"]}}
+        settings: ClassVar[dict] = {"text": {"indent_significant": ["*.in.sh"]}}
 
-    assert matcher(Rules())("docs/index.rst") and not matcher(Rules())("docs/index.md")
+    assert matcher(Rules())("tools/env.in.sh") == "text"  # leading whitespace is content there
+    assert matcher(Rules())("tools/env.sh") == "shell"
 
 
 # --- resolve trusts commit 1, not its input ---------------------------------------------------------
@@ -356,7 +357,7 @@ def test_demo_dir_on_a_file_is_one_line(tmp_path):
 
 def test_vllm_failing_at_import_is_skipped_with_the_reason(monkeypatch):
     """vLLM installed but raising RuntimeError at import: the flag check is skipped, no traceback."""
-    from sync.gate import vllm_flags
+    from sync.translator import vllm_flags
 
     class Broken:
         def find_spec(self, name, path=None, target=None):
@@ -380,7 +381,9 @@ def test_every_failure_class_has_its_exit_code_and_one_line():
     cases = [
         (SyncError("x; fix"), REFUSED, "x; fix"),
         (RuleTableError("t.toml: bad"), REFUSED, "t.toml: bad"),
-        (PermissionError(13, "Permission denied", "/ro/x"), REFUSED, "permission denied: /ro/x; make it writable"),
+        (PermissionError(13, "Permission denied", "/ro/x"), REFUSED, "permission denied on /ro/x; give your user"),
+        (OSError(28, "No space left on device", "/full/x"), REFUSED, "(/full/x); free some space"),
+        (FileExistsError(17, "File exists", "/w/a"), REFUSED, "File exists (/w/a); check the path"),
         (FileNotFoundError(2, "No such file", "/no"), REFUSED, "not found: /no; check the path"),
         (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), REFUSED, "not UTF-8 text"),
         (KeyError("boom"), INTERNAL, "internal error: KeyError"),

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
-def test_async_rollouts_are_one_update_behind(tiny_model_dir, tmp_path, ray_session):
+def test_async_rollouts_are_one_update_behind(train_flags, tmp_path, ray_session):
     """Step N+1 is generated while step N trains, so its samples come from the weights before step N.
 
     Step 0's samples come from the trainer's own weights (log-probs match); every later step's
@@ -25,18 +17,12 @@ def test_async_rollouts_are_one_update_behind(tiny_model_dir, tmp_path, ray_sess
     from vime.utils.arguments import parse_args
 
     args = parse_args(
-        [
-            "--preset", "tiny-cpu",
-            "--hf-checkpoint", str(tiny_model_dir),
-            "--rollout-batch-size", "4",
-            "--n-samples-per-prompt", "4",
+        train_flags(
             "--lr", "1e-2",
             "--rm-type", "random", "--custom-rm-path", "",
             "--num-rollout", "3",
             "--metrics-jsonl", str(tmp_path / "metrics.jsonl"),
-            "--router-prometheus-port", str(_free_port()),
-        "--vllm-base-port", str(_free_port()),  # other jobs on this machine may be serving on the default
-        ]
+        )
     )  # fmt: skip
     records = train_async(args)
     assert [r["step"] for r in records] == [0, 1, 2]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests.net_helpers import free_port
 from vime.backends.torch_utils import checkpoint as ckpt
 from vime.backends.torch_utils.forward import response_logprobs
 from vime.rollout.debug_data import load_rollout_data
@@ -24,32 +24,19 @@ from vime.rollout.debug_data import load_rollout_data
 NUM_STEPS = 3
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
-
-
-def _flags(model_dir: Path, root: Path) -> list[str]:
-    return [
-        "--preset", "tiny-cpu",
-        "--hf-checkpoint", str(model_dir),
-        "--rollout-batch-size", "4",
-        "--n-samples-per-prompt", "4",
+def _flags(train_flags, root: Path) -> list[str]:
+    return train_flags(
         "--lr", "1e-2",
         "--rm-type", "random", "--custom-rm-path", "",  # every group has a learning signal, every step
         "--save", str(root / "ckpt"),
         "--save-interval", "1",
         "--save-debug-rollout-data", str(root / "rollout_{rollout_id}.pkl"),
         "--save-hf", str(root / "hf" / "step_{rollout_id}"),
-        # other routers and engines on this machine may hold the default ports
-        "--router-prometheus-port", str(_free_port()),
-        "--vllm-base-port", str(_free_port()),
-    ]  # fmt: skip
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def grpo_run(tiny_model_dir, tmp_path_factory, ray_session):
+def grpo_run(train_flags, tmp_path_factory, ray_session):
     from train import train
     from vime.rollout.synthetic import write_arithmetic_dataset
     from vime.utils.arguments import parse_args
@@ -57,7 +44,7 @@ def grpo_run(tiny_model_dir, tmp_path_factory, ray_session):
     root = tmp_path_factory.mktemp("grpo_e2e")
     eval_data = write_arithmetic_dataset(root / "eval.jsonl", 4, seed=1, max_operand=4, operators="+")
     evaluation = ["--eval-prompt-data", "arith", str(eval_data), "--eval-interval", "2"]
-    args = parse_args([*_flags(tiny_model_dir, root), "--num-rollout", str(NUM_STEPS), *evaluation])
+    args = parse_args([*_flags(train_flags, root), "--num-rollout", str(NUM_STEPS), *evaluation])
     records = train(args)  # in the session's Ray: it stops what it started, never the cluster
     return root, records
 
@@ -184,9 +171,9 @@ def test_debug_rollout_only_cli_writes_data_that_trains(tiny_model_dir, tmp_path
             "--save-debug-rollout-data",
             template,
             "--router-prometheus-port",
-            str(_free_port()),
+            str(free_port()),
             "--vllm-base-port",
-            str(_free_port()),
+            str(free_port()),
         ],
         cwd=root,
         capture_output=True,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -98,7 +100,14 @@ def test_cli_translates_a_git_revision_and_strict_fails_on_unmapped(tmp_path):
     assert ok.exit_code == 0, ok.output
     assert (tmp_path / "a/vime/rollout/vllm_rollout.py").is_file()
     assert not (tmp_path / "a/vime/x.py").exists()  # that file is only in the later revision
-    assert "transformed 1" in ok.output and "failed 0" in ok.output
+    assert (
+        ok.output.rstrip()
+        .splitlines()[-1]
+        .endswith(
+            ": transformed 1, unchanged 0 (no rule applies: copied as is), skipped 0, failed 0, "
+            "warnings 0 (0 unmapped references)"
+        )
+    )  # the codemod's closing line, each count saying what became of those files
     strict = runner.invoke(
         app, ["translate", str(repo), "--rev", second, "--out", str(tmp_path / "b"), "--strict"]
     )
@@ -127,3 +136,54 @@ def test_cli_translates_a_directory_and_rejects_bad_input(tmp_path):
     assert (tmp_path / "out/vime/a.py").read_text() == "URL = '/reset_prefix_cache'\n"  # nothing touched
     forced = runner.invoke(app, ["translate", str(src), "--out", str(tmp_path / "out"), "--force"])
     assert forced.exit_code == 0, forced.output
+
+
+def test_cli_counts_a_file_that_does_not_parse_as_failed_with_its_reason(tmp_path):
+    src = tmp_path / "src"
+    (src / "slime/utils").mkdir(parents=True)
+    (src / "slime/utils/broken.py").write_bytes(fixture("broken_upstream.py.txt"))
+    (src / "slime/a.py").write_text("URL = '/flush_cache'\n")
+    (src / "slime/b.py").write_text("x = 1\n")
+    report = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        app,
+        ["translate", str(src), "--out", str(tmp_path / "out"), "--report", str(report), "--no-conformance"],
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.rstrip().splitlines()
+    failed = [line for line in lines if line.startswith("failed ")]
+    assert len(failed) == 1, lines
+    assert re.fullmatch(
+        r"failed slime/utils/broken\.py: does not parse \(ParserSyntaxError: .*@ 4:1.*\); copied without a rewrite",
+        failed[0],
+    ), failed  # one line: the file, libcst's error and where, what was written instead
+    assert lines[-1].endswith(
+        ": transformed 1, unchanged 1 (no rule applies: copied as is), skipped 0, failed 1 (listed above "
+        "with the reason), warnings 1 (1 unmapped references)"
+    )  # the broken file's sglang import stays unmapped; it is failed, not also unchanged
+    assert (tmp_path / "out/vime/utils/broken.py").read_bytes() == fixture("broken_upstream.py.txt")
+    saved = json.loads(report.read_text())
+    assert saved["totals"]["files_failed"] == 1
+    assert saved["failed"] == [{"path": "slime/utils/broken.py", "reason": failed[0].split(": ", 1)[1]}]
+
+
+def test_run_fates_give_each_file_one_fate_and_count_the_failures():
+    from sync.model.fate import BINARY, NOT_MIRRORED, Fate, FileFate, RunFates
+
+    fates = RunFates(
+        (
+            FileFate("a.py", Fate.TRANSFORMED),
+            FileFate("b.png", Fate.SKIPPED, BINARY),
+            FileFate("c.py", Fate.FAILED, "does not parse (x)"),
+            FileFate("d", Fate.SKIPPED, NOT_MIRRORED),
+            FileFate("e", Fate.SKIPPED, NOT_MIRRORED),
+            FileFate("f.py", Fate.FAILED, "does not parse (y)"),
+        ),
+        unmapped_references=3,
+    )
+    assert [f.path for f in fates.of(Fate.FAILED)] == ["c.py", "f.py"]
+    assert fates.closing_line() == (
+        "transformed 1, unchanged 0 (no rule applies: copied as is), skipped 3 (2 not mirrored: not "
+        "written; 1 binary: copied as is), failed 2 (listed above with the reason), warnings 3 (3 unmapped "
+        "references)"
+    )

@@ -16,6 +16,7 @@ import torch
 from vime.backends.megatron_utils.buckets import TensorMeta, pack_into, plan_buckets, specs_of
 from vime.backends.megatron_utils.weight_export import send_weights
 from vime.backends.vllm_utils.engine_client import EngineClient, EngineControlError
+from vime.backends.vllm_utils.sink_choice import WeightSyncConfig
 from vime.backends.vllm_utils.weight_transfer import (
     IpcBucketSink,
     NcclBucketSink,
@@ -71,6 +72,19 @@ def test_engine_flags_for_each_mode():
     assert engine_flags_for("nccl", offload_rollout=False, gpus=True) == [
         ["--weight-transfer-config", '{"backend": "nccl"}']
     ]
+
+
+def test_weight_sync_config_reads_the_parsed_flags(tiny_model_dir):
+    from vime.utils.arguments import parse_args
+
+    base = ["--preset", "tiny-cpu", "--hf-checkpoint", str(tiny_model_dir)]
+    plain = WeightSyncConfig.from_args(parse_args(base))
+    assert plain == WeightSyncConfig(mode="disk", offload_rollout=False, sleep_level=1, fully_async=False)
+    assert not plain.pushes_to_engines
+    given = WeightSyncConfig.from_args(parse_args([*base, "--offload-rollout", "--rollout-sleep-level", "2"]))
+    assert (given.offload_rollout, given.sleep_level) == (True, 2)
+    # a plugin's namespace without the flags: the parser's defaults, not an AttributeError
+    assert WeightSyncConfig.from_args(argparse.Namespace(weight_sync="nccl")).pushes_to_engines
 
 
 def _named(seed: int = 0) -> list[tuple[str, torch.Tensor]]:

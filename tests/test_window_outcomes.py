@@ -201,3 +201,30 @@ def test_rename_onto_an_existing_downstream_file_does_not_overwrite_it(tmp_path)
     assert (result.worktree / "vime/m.py").read_text().startswith("M = 1\n")
     out = _outcome(result, "vime/m.py")
     assert "where the downstream has its own file" in out.note
+
+
+def test_a_file_settled_per_statement_is_named_in_every_report_and_not_counted_clean(synced):
+    from rich.console import Console
+
+    from sync.window.status import sync_status
+    from sync.window.summary_table import print_summary
+
+    _, result, _ = synced
+    note = _outcome(result, "vime/b.py").note
+    assert "settled per top-level statement" in note and "changed `def f`" in note and "`def g`" in note
+    summary = (result.report_dir / "SUMMARY.md").read_text()
+    assert "## Settled per top-level statement (no question asked)" in summary
+    assert "- `vime/b.py` (" in summary.split("## Settled per top-level statement")[1]
+    assert "- `vime/b.py` (" in (result.report_dir / "QUESTIONS.md").read_text()
+    doc = json.loads((result.report_dir / "decisions.json").read_text())
+    assert doc["files"]["vime/b.py"]["settled"] == note
+    assert sync_status(result.worktree).settled == {"vime/b.py": note}
+    message = git(result.worktree, "log", "-1", "--format=%B")
+    assert f"{result.counts['clean']} clean merges · 1 settled per top-level statement" in message
+    console = Console(record=True, width=120)
+    print_summary(result, console)
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in console.export_text().splitlines()
+            if line.count("│") == 3}  # fmt: skip
+    clean = sum(1 for o in result.outcomes if o.outcome in ("theirs", "clean", "unchanged"))
+    assert rows["clean merges (incl. taken as theirs)"] == str(clean)
+    assert rows["settled per top-level statement (listed in SUMMARY.md)"] == "1"

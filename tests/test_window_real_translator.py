@@ -11,11 +11,11 @@ import pytest
 from window_helpers import commit, git, init_repo
 
 from sync.demo.build import build_demo
+from sync.merge.textmerge import parse_hunks
 from sync.rules import load_rules
 from sync.translate import translate_file
 from sync.window import run_window
 from sync.window.resolve import resolve_branch
-from sync.window.textmerge import parse_hunks
 
 
 def _blob(repo, rev, path) -> bytes:

@@ -1,7 +1,8 @@
 """Convert a Megatron distributed checkpoint (torch_dist, from training or the other tool) back to HF.
 
     torchrun --nproc-per-node N tools/convert_torch_dist_to_hf.py --load CKPT_DIR --hf-config HF_DIR \\
-        --output OUT [--step K] [--tensor-model-parallel-size T] [--pipeline-model-parallel-size P]
+        --output OUT [--step K] [--tensor-model-parallel-size T] [--pipeline-model-parallel-size P] \\
+        [--expert-model-parallel-size E] [--expert-tensor-parallel-size ET]
 
 ``--hf-config`` is the original HF directory: its config and tokenizer are copied next to the weights.
 Vocabulary padding is removed; tied embeddings are written once. Any TP/PP works for reading.
@@ -25,6 +26,8 @@ def convert(
     step: int | None = None,
     tp: int = 1,
     pp: int = 1,
+    ep: int = 1,
+    etp: int | None = None,
 ) -> Path:
     """Collective over all ranks of the (already initialised or env://) process group."""
     from vime.backends.megatron_utils.checkpoint import load_checkpoint
@@ -36,7 +39,7 @@ def convert(
     output = Path(output)
     if output.exists() and any(output.glob("*.safetensors")):
         raise FileExistsError(f"{output} already holds safetensors files; choose an empty --output")
-    sizes = ParallelSizes(tp=tp, pp=pp)
+    sizes = ParallelSizes(tp=tp, pp=pp, ep=ep, etp=etp)
     init_megatron_parallel(sizes)
     shape = load_shape(hf_config_dir)
     model = build_gpt_model(shape, sizes, dtype=torch.float32, use_cpu_init=not torch.cuda.is_available())
@@ -54,6 +57,8 @@ def main() -> None:
     ap.add_argument("--step", type=int, default=None, help="default: the latest step in --load")
     ap.add_argument("--tensor-model-parallel-size", type=int, default=1)
     ap.add_argument("--pipeline-model-parallel-size", type=int, default=1)
+    ap.add_argument("--expert-model-parallel-size", type=int, default=1)
+    ap.add_argument("--expert-tensor-parallel-size", type=int, default=None)
     a = ap.parse_args()
     from vime.backends.megatron_utils import MegatronUnavailableError, check_available
 
@@ -66,6 +71,8 @@ def main() -> None:
             a.step,
             a.tensor_model_parallel_size,
             a.pipeline_model_parallel_size,
+            a.expert_model_parallel_size,
+            a.expert_tensor_parallel_size,
         )
     except (MegatronUnavailableError, FileExistsError, FileNotFoundError) as exc:
         sys.exit(f"convert_torch_dist_to_hf: {exc}")

@@ -6,13 +6,16 @@
 
 Every ``--xxx-path dotted.path`` becomes the environment variable ``VIME_CONTRACT_XXX_PATH``
 (what the contract file reads instead of vime's default hook); every other argument goes to
-pytest unchanged. Each path is imported first, so a typo is one line naming the module and the
+pytest unchanged, except ``--args JSON`` (flags the plugin's launch sets, for every hook),
+``--prompt JSON`` / ``--label JSON`` (the shape of the plugin's data) and ``--reward-key K`` /
+``--group-rm`` (how its reward is read). Each path is imported first, so a typo is one line naming the module and the
 attribute rather than a pytest traceback. The current directory is put on ``sys.path`` (as
 ``python -m`` does), so a plugin next to you imports as it would in a training run.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -25,7 +28,13 @@ _PATH_FLAG = re.compile(r"^--(?P<name>[a-z][a-z0-9-]*-path)(?:=(?P<value>.*))?$"
 # last on the path so the contracts and their fixtures import even when the caller's path lacks them
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 # contract options that are not hook paths: how the plugin under test is meant to be called
-VALUE_OPTIONS = {"--reward-key": "VIME_CONTRACT_REWARD_KEY"}  # dict rewards: the key training reads
+VALUE_OPTIONS = {
+    "--reward-key": "VIME_CONTRACT_REWARD_KEY",  # dict rewards: the key training reads
+    "--args": "VIME_CONTRACT_ARGS",  # JSON object: the flags the plugin's launch sets, for every hook
+    "--prompt": "VIME_CONTRACT_PROMPT",  # JSON: the prompt shape of the plugin's data (text or messages)
+    "--label": "VIME_CONTRACT_LABEL",  # JSON: the label shape of the plugin's data
+}
+JSON_OPTIONS = {"--args": dict, "--prompt": (str, list), "--label": (str, dict, list, int, float)}
 SWITCH_OPTIONS = {"--group-rm": "VIME_CONTRACT_GROUP_RM"}  # the reward plugin scores a whole group
 
 
@@ -74,8 +83,10 @@ def parse_argv(argv: list[str]) -> ContractInvocation:
             continue
         if name in VALUE_OPTIONS:
             value = inline or next(rest, None)
-            if not value or value.startswith("-"):
+            if not value or (value.startswith("-") and name not in JSON_OPTIONS):
                 raise ContractUsageError(f"{name} needs a value")
+            if name in JSON_OPTIONS:
+                _check_json(name, value)
             invocation.options[VALUE_OPTIONS[name]] = value
             continue
         match = _PATH_FLAG.match(arg)
@@ -91,6 +102,24 @@ def parse_argv(argv: list[str]) -> ContractInvocation:
                 )
         invocation.hook_paths[match.group("name")] = value
     return invocation
+
+
+def _check_json(name: str, value: str) -> None:
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        raise ContractUsageError(
+            f"{name} takes JSON ({exc.args[0]}); e.g. {name} '{_EXAMPLES[name]}'"
+        ) from None
+    if not isinstance(parsed, JSON_OPTIONS[name]):
+        raise ContractUsageError(f"{name} takes JSON like '{_EXAMPLES[name]}', got {type(parsed).__name__}")
+
+
+_EXAMPLES = {
+    "--args": '{"rollout_max_context_len": 1024}',
+    "--prompt": '[{"role": "user", "content": "What is 1+1?"}]',
+    "--label": '{"ground_truth": "2"}',
+}
 
 
 def check_file_takes(invocation: ContractInvocation) -> None:

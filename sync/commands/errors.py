@@ -7,6 +7,7 @@ says so and ``--debug`` shows the traceback); 130 interrupted (Ctrl-C, SIGTERM),
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import tomllib
@@ -16,8 +17,8 @@ from typing import Any, TypeVar
 import click
 import typer
 
-from sync.window.errors import SyncError
-from sync.window.gitio import GitError
+from sync.gitio import GitError
+from sync.model.errors import SyncError
 
 REFUSED = 1
 USAGE = 2
@@ -42,17 +43,26 @@ def describe(exc: BaseException) -> tuple[int, str]:
 
     if isinstance(exc, SyncError | RuleTableError | GitError):
         return REFUSED, _first_line(exc)
+    if isinstance(exc, UnicodeEncodeError):  # vime-sync failed to write text it made: a bug, not input
+        return (
+            INTERNAL,
+            f"internal error: {type(exc).__name__}: {_first_line(exc)} (run with --debug for the traceback)",
+        )
     if isinstance(exc, UnicodeDecodeError):
         return REFUSED, f"a file is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
     if isinstance(exc, tomllib.TOMLDecodeError):
         return REFUSED, f"invalid TOML ({_first_line(exc)}); fix the syntax"
     if isinstance(exc, PermissionError):
-        return REFUSED, f"permission denied: {exc.filename}; make it writable, or pass another path"
+        return (
+            REFUSED,
+            f"permission denied on {exc.filename}; give your user access to it, or pass another path",
+        )
     if isinstance(exc, FileNotFoundError):
         return REFUSED, f"not found: {exc.filename}; check the path"
     if isinstance(exc, OSError):
         where = f" ({exc.filename})" if exc.filename else ""
-        return REFUSED, f"{exc.strerror or _first_line(exc)}{where}; check the path and free space"
+        fix = "free some space" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "check the path"
+        return REFUSED, f"{exc.strerror or _first_line(exc)}{where}; {fix}"
     if isinstance(exc, ValueError):
         return REFUSED, _first_line(exc)
     return (
@@ -86,6 +96,7 @@ def guarded(command: str) -> Callable[[F], F]:
                 typer.echo(f"vime-sync {command}: {line}", err=True)
                 raise typer.Exit(code) from None
 
+        run.one_line_handler = command  # type: ignore[attr-defined]  # checked for every command by a test
         return run  # type: ignore[return-value]
 
     return wrap

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -11,63 +9,27 @@ import typer
 from rich.console import Console
 
 from sync.commands.errors import guarded
-from sync.window.errors import SyncError
-
-FILE_PRS_JSON = "file_prs.json"  # {path: [PR, ...]}, when a tool writes the map on its own
-DECISIONS_JSON = "decisions.json"  # the window's review file: {"files": {path: {"prs": [...]}}}
-
-
-class FilePRsError(ValueError):
-    """A file -> PRs map that cannot be read; the message is one line naming the file."""
-
-
-def _read_json(path: Path) -> object:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FilePRsError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    except UnicodeDecodeError:
-        raise FilePRsError(f"{path} is not UTF-8 text; save it as UTF-8 JSON") from None
-
-
-def _as_file_prs(mapping: object, path: Path) -> dict[str, list[int | str]]:
-    if not isinstance(mapping, dict) or not all(isinstance(v, list) for v in mapping.values()):
-        raise FilePRsError(f"{path} must map file paths to lists of PR numbers")
-    return {str(k): [pr if isinstance(pr, int) else str(pr) for pr in v] for k, v in mapping.items()}
-
-
-def load_file_prs(report_dir: Path, explicit: Path | None) -> tuple[dict[str, list[int | str]], str | None]:
-    """The file -> PRs map: ``--file-prs``, else ``file_prs.json`` or ``decisions.json`` in the report."""
-    if explicit is not None:
-        if not explicit.is_file():
-            raise FilePRsError(f"--file-prs {explicit} not found")
-        return _as_file_prs(_read_json(explicit), explicit), None
-    if (report_dir / FILE_PRS_JSON).is_file():
-        return _as_file_prs(_read_json(report_dir / FILE_PRS_JSON), report_dir / FILE_PRS_JSON), None
-    if (report_dir / DECISIONS_JSON).is_file():
-        files = _read_json(report_dir / DECISIONS_JSON)
-        files = files.get("files", {}) if isinstance(files, dict) else {}
-        mapping = {path: info.get("prs", []) for path, info in files.items() if isinstance(info, dict)}
-        return _as_file_prs(mapping, report_dir / DECISIONS_JSON), None
-    return {}, f"no {FILE_PRS_JSON} or {DECISIONS_JSON} in {report_dir}: failures name files but not PRs"
+from sync.gate.file_prs import FilePRsError, load_file_prs
+from sync.model.errors import SyncError
 
 
 def default_report_dir(worktree: Path) -> Path:
-    """On a sync branch: its window's ``reports/slime-<from>-<to>``; anywhere else (e.g. main, where a
+    """On a sync branch (or the follow branch: its last PR's window): ``reports/slime-<from>-<to>``; anywhere else (e.g. main, where a
     merged window's GATE.md is committed) ``<.git>/vime-sync/gate``: never a folder of the user's tree."""
+    from sync.gitio import git_text
     from sync.window.checks import git_common_dir
-    from sync.window.gitio import git_text
+    from sync.window.follow_branch import window_name_of
 
     branch = git_text(worktree, "rev-parse", "--abbrev-ref", "HEAD")
-    m = re.fullmatch(r"sync/(slime-\d+-\d+)", branch)
-    if m:
-        return worktree / "reports" / m.group(1)
+    name = window_name_of(worktree, branch)
+    if name is not None:
+        return worktree / "reports" / name
     return git_common_dir(worktree) / "vime-sync" / "gate"
 
 
 def checked_worktree(worktree: Path) -> Path:
     """The top of the git worktree holding ``worktree``; refuse a folder outside any repository."""
-    from sync.window.gitio import git_text, is_git_repo
+    from sync.gitio import git_text, is_git_repo
 
     worktree = worktree.resolve()
     if not worktree.is_dir():
@@ -86,11 +48,10 @@ def _regressions(
     contracts: bool,
 ) -> None:
     """``--regressions``: new / fixed / pre-existing failures, each new one with its PR; exit 1 on new."""
-    import subprocess
-
     from sync.gate import GateConfigError
     from sync.gate.regression import regression_gate, write_regressions
-    from sync.gate.result import pr_label
+    from sync.gitio import GitError
+    from sync.model.gate import pr_label
 
     with console.status("gate: starting") as status:
         try:
@@ -100,7 +61,7 @@ def _regressions(
         except GateConfigError as exc:
             console.print(f"vime-sync gate: {exc}", markup=False)
             raise typer.Exit(1) from None
-        except (ValueError, subprocess.CalledProcessError) as exc:
+        except (ValueError, GitError) as exc:
             console.print(
                 f"vime-sync gate: {exc}; pass --before REV (the downstream before the window)", markup=False
             )
@@ -155,9 +116,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Static checks (compile, sglang imports, --vllm-* flags, conflict markers) and the hook contracts."""
         from sync.gate import GateConfigError, run_gate
+        from sync.window.transaction import check_killed_run
 
         console = Console(stderr=True, soft_wrap=True)
         worktree = checked_worktree(worktree)
+        check_killed_run(worktree)  # a branch a killed window or resolve left half-made: its way out
         report_dir = (report or default_report_dir(worktree)).resolve()
         try:
             mapping, note = load_file_prs(report_dir, file_prs)

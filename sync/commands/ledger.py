@@ -8,9 +8,13 @@ from typing import Annotated
 
 import typer
 
+from sync.commands.errors import guarded
+from sync.model.window import UpstreamCommit
+
 
 def register(app: typer.Typer) -> None:
     @app.command("ledger")
+    @guarded("ledger")
     def ledger(
         downstream: Annotated[
             Path, typer.Option("--downstream", help="The vime repository or a sync worktree (default: here).")
@@ -32,6 +36,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Every upstream first-parent commit the syncs took: PR, window, disposition, reason, vime commit."""
+        from sync.gitio import is_git_repo
         from sync.ledger import (
             LEDGER_PATH,
             LedgerError,
@@ -43,14 +48,20 @@ def register(app: typer.Typer) -> None:
             set_disposition,
             where_is,
         )
+        from sync.model.errors import SyncError
+        from sync.textio import read_utf8
 
         root = downstream.resolve()
         path = root / LEDGER_PATH
         if not path.is_file():
-            typer.echo(f"vime-sync ledger: no {LEDGER_PATH} in {root}; run `vime-sync window` first (or pass --downstream)", err=True)  # fmt: skip
-            raise typer.Exit(1)
+            raise SyncError(
+                f"no {LEDGER_PATH} in {root}; run `vime-sync window` first (or pass --downstream)"
+            )
+        if upstream is not None and not is_git_repo(upstream):
+            raise SyncError(f"--upstream {upstream} is not a git repository; pass a slime clone")
+        text = read_utf8(path, f"restore it with `git checkout -- {LEDGER_PATH}`", LEDGER_PATH)
         try:
-            rows = parse_ledger(path.read_text(encoding="utf-8"), str(path))
+            rows = parse_ledger(text, str(path))
             if mark is not None:
                 if not reason:
                     raise LedgerError('--mark needs --reason "..." (why it was ported or excluded)')
@@ -64,7 +75,14 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1) from None
         rows = fill_downstream(root, rows)
         if pr is not None:
-            typer.echo(where_is(rows, pr, upstream))
+            merged = None
+            if upstream is not None:
+                from sync.window.history import find_pr_commit, first_parent_log
+
+                def merged(number: int) -> UpstreamCommit | None:
+                    return find_pr_commit(first_parent_log(upstream, "HEAD"), number)
+
+            typer.echo(where_is(rows, pr, merged))
             raise typer.Exit(0 if any(r.pr == pr for r in rows) else 1)
         if markdown:
             typer.echo(render_ledger_md(rows), nl=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -11,15 +10,7 @@ import typer
 from rich.console import Console
 
 from sync.commands.errors import guarded
-from sync.window.errors import SyncError
-
-
-def _file_prs(report_dir: Path) -> dict[str, list[int]]:
-    doc = json.loads((report_dir / "decisions.json").read_text(encoding="utf-8"))
-    return {
-        path: [p for p in info.get("prs", []) if isinstance(p, int)]
-        for path, info in doc.get("files", {}).items()
-    }
+from sync.model.errors import SyncError
 
 
 def gate_step(console: Console) -> Callable[[Path, Path], bool | None]:
@@ -28,6 +19,7 @@ def gate_step(console: Console) -> Callable[[Path, Path], bool | None]:
     def run(worktree: Path, report_dir: Path) -> bool | None:
         try:
             from sync.gate import GateConfigError, run_gate
+            from sync.gate.file_prs import FilePRsError, load_file_prs
         except Exception as exc:  # not installed, or broken: resolve still completes
             console.print(
                 f"[yellow]gate not available ({exc}); run `vime-sync gate` once it is installed[/yellow]"
@@ -35,8 +27,8 @@ def gate_step(console: Console) -> Callable[[Path, Path], bool | None]:
             return None
         with console.status("running the gate (static checks + contract tests)"):
             try:
-                result = run_gate(worktree, report_dir, _file_prs(report_dir))
-            except GateConfigError as exc:
+                result = run_gate(worktree, report_dir, load_file_prs(report_dir, None)[0])
+            except (GateConfigError, FilePRsError) as exc:
                 raise SyncError(f"{exc} (nothing was committed)") from None
         return bool(result.passed)
 
@@ -60,11 +52,22 @@ def register(app: typer.Typer) -> None:
         gate: Annotated[
             bool, typer.Option("--gate/--no-gate", help="Run the gate after the resolve commit.")
         ] = True,
+        repair: Annotated[
+            bool,
+            typer.Option(
+                "--repair",
+                help="Only undo what a killed (kill -9) resolve or window left half-made, then stop.",
+            ),
+        ] = False,
     ) -> None:
         """Apply the review decisions: commit 2 with no conflict markers, then the gate; all of it or nothing."""
+        from sync.commands.window import repair_killed
         from sync.window.resolve import AlreadyResolved, resolve_branch
 
         console = Console()
+        if repair:
+            repair_killed(worktree, console)
+            return
         try:
             result = resolve_branch(worktree, decisions, gate_step(console) if gate else None)
         except AlreadyResolved as exc:

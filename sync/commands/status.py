@@ -21,8 +21,8 @@ def register(app: typer.Typer) -> None:
         ] = Path("."),
     ) -> None:
         """Show questions by tier (and how many Decide are open), conflict markers left, and the gate result."""
-        from sync.window.errors import SyncError
-        from sync.window.gitio import GitError
+        from sync.gitio import GitError
+        from sync.model.errors import SyncError
         from sync.window.status import sync_status
 
         console = Console()
@@ -38,11 +38,14 @@ def register(app: typer.Typer) -> None:
             table.add_row(f"questions: {tier}", str(n))
         table.add_row("Decide questions unanswered", str(len(st.unanswered_decide)))
         table.add_row("conflict markers left", f"{sum(st.markers.values())} in {len(st.markers)} files")
+        table.add_row("files settled per top-level statement (no question)", str(len(st.settled)))
         gate = "not run" if st.gate is None else ("passed" if st.gate.get("passed") else "failed")
         table.add_row("gate", gate)
         console.print(table)
         for path, n in sorted(st.markers.items()):
             console.print(f"  {path}: {n} hunk(s) with markers")
+        for path, what in sorted(st.settled.items()):
+            console.print(f"  {path}: settled per statement; {what}")
         if st.gate and not st.gate.get("passed"):
             for failure in st.gate.get("failures", [])[:10]:
                 console.print(f"  [red]{failure.get('check')}[/red] {failure.get('message')}")

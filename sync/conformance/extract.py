@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
+from sync.conformance.focus import URLISH, VERB_CALL, focus
 from sync.conformance.model import Body, CallSkeleton, Read
+from sync.translator.cst_codegen import line_ranges
 
 VERBS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE", "patch": "PATCH"}
-_PREFILTER = re.compile(r"\.(get|post|put|delete|patch)\s*\(|\b(post|get)\s*\(")
-_URLISH = re.compile(r"""["'](?:/|https?://)|\}/[A-Za-z_]""")
 _SCHEME = re.compile(r"^(https?://)?(\{\}|[\w.\-\[\]]+)?(:(\{\}|\d+))?")
 
 
@@ -100,11 +99,17 @@ def _unwrap(node: cst.BaseExpression) -> cst.BaseExpression:
 
 
 class _Extractor(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self, path: str, wrappers: list[Wrapper]) -> None:
+    def __init__(
+        self,
+        path: str,
+        wrappers: list[Wrapper],
+        lines: list[int],
+        ranges: tuple[dict[cst.CSTNode, int], dict[cst.CSTNode, int]],
+    ) -> None:
         super().__init__()
         self.path = path
+        self.lines = lines  # the original line of each parsed line (``focus`` leaves some out)
+        self.starts, self.ends = ranges  # each node's first and last parsed line
         self.by_name = {w.name: w for w in wrappers}
         self.scopes: list[_Scope] = [_Scope()]
         self.calls: list[CallSkeleton] = []
@@ -137,8 +142,7 @@ class _Extractor(cst.CSTVisitor):
         return None
 
     def _line(self, node: cst.CSTNode) -> tuple[int, int]:
-        pos = self.get_metadata(PositionProvider, node)
-        return pos.start.line, pos.end.line
+        return self.lines[self.starts[node] - 1], self.lines[self.ends[node] - 1]
 
     # --- values ---------------------------------------------------------------------------------
     def _url(self, node: cst.BaseExpression) -> tuple[str, str] | None:
@@ -503,7 +507,7 @@ def _split_query(template: str) -> tuple[dict[str, int], bool]:
 
 def might_call_http(text: str, wrappers: list[Wrapper]) -> bool:
     """Cheap test before a full parse: an HTTP-verb call and a URL-like string, or a wrapper call."""
-    if _PREFILTER.search(text) and _URLISH.search(text):
+    if VERB_CALL.search(text) and URLISH.search(text):
         return True
     for wrapper in wrappers:
         if wrapper.modules:
@@ -526,12 +530,13 @@ def extract(path: str, text: str, wrappers: list[Wrapper]) -> Extracted:
     """Every HTTP call skeleton in a Python module (nothing when it does not parse)."""
     if not might_call_http(text, wrappers) and "router_policy" not in text:
         return Extracted()
+    focused, lines = focus(text, [(w.name, w.modules) for w in wrappers])  # what may hold a call
     try:
-        module = cst.parse_module(text)
+        module = cst.parse_module(focused)
     except cst.ParserSyntaxError:
         return Extracted()
-    extractor = _Extractor(path, wrappers)
-    MetadataWrapper(module, unsafe_skip_copy=True).visit(extractor)
+    extractor = _Extractor(path, wrappers, lines, line_ranges(module))
+    module.visit(extractor)
     for skeleton in extractor.calls:
         skeleton.query = {k: (v or skeleton.line) for k, v in skeleton.query.items()}
     return Extracted([s for s in extractor.calls if s.route is not None], extractor.policies)

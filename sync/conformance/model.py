@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 # What the server does with a call that has the finding: answers 4xx (rejected), accepts it but
-# drops or misreads part of it (ignored), or answers while the code then fails reading the answer.
-Effect = Literal["rejected", "ignored", "read"]
+# drops or misreads part of it (ignored), or answers while the code then fails reading the answer;
+# for an import of a vime module or name that does not exist: the import fails (import).
+Effect = Literal["rejected", "ignored", "read", "import"]
 FINDING_KINDS = (
     "unknown-route",
     "wrong-method",

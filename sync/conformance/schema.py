@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sync.gate.vllm_flags import VllmNotInstalled, _installed_vllm
+from sync.translator.vllm_flags import VllmNotInstalled, _installed_vllm
 
 ANY: dict[str, Any] = {}  # a schema that accepts anything (and whose fields are unknown)
 

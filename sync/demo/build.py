@@ -8,12 +8,12 @@ are fixed, so two builds give the same commit ids.
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from sync.demo import downstream as ds
 from sync.demo.history import AFTER_WINDOW, BEFORE_CUTOFF, CUTOFF_PR, IN_WINDOW, WINDOW, Commit
+from sync.gitio import git
 from sync.rules import RuleSet, load_rules
 from sync.translate import translate_file
 
@@ -51,14 +51,9 @@ class _Repo:
             "GIT_AUTHOR_DATE": stamp,
             "GIT_COMMITTER_DATE": stamp,
         }
-        done = subprocess.run(
-            ["git", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", *args],
-            cwd=self.path,
-            env=env,
-            check=True,
-            capture_output=True,
-        )
-        return done.stdout.decode()
+        return git(
+            self.path, "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", *args, env=env
+        ).decode()
 
     def write(self, rel: str, content: bytes | str) -> None:
         target = self.path / rel

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from sync.gate.config import GateConfig, GateConfigError, load_gate_config
 from sync.gate.contracts import contract_failures, default_runs
 from sync.gate.report import render_markdown, write_report
-from sync.gate.result import CheckSummary, FilePRs, GateFailure, GateResult
 from sync.gate.static import run_static_checks
+from sync.model.gate import CheckSummary, FilePRs, GateFailure, GateResult
 
 __all__ = [
     "GateConfigError",

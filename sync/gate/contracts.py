@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from sync.gate.config import ContractRun
-from sync.gate.result import FilePRs, GateFailure
+from sync.model.gate import FilePRs, GateFailure
 from sync.packaged import contract_runner, contracts_dir, framework_root
 
 INSTALL_ROOT = framework_root()

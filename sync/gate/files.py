@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
-import subprocess
 from pathlib import Path
+
+from sync.gitio import GitError, git
 
 _SKIP_DIRS = {".git", ".venv", "__pycache__", "node_modules", ".pytest_cache", ".ruff_cache"}
 
@@ -16,14 +17,9 @@ def worktree_files(worktree: Path, exclude: list[str] | None = None) -> list[str
     """
     exclude = exclude or []
     try:
-        listed = subprocess.run(
-            ["git", "ls-files", "-z", "--cached"],
-            cwd=worktree,
-            check=True,
-            capture_output=True,
-        ).stdout.decode("utf-8", "surrogateescape")
+        listed = git(worktree, "ls-files", "-z", "--cached").decode("utf-8", "surrogateescape")
         paths = [p for p in listed.split("\0") if p]
-    except (subprocess.CalledProcessError, FileNotFoundError):
+    except (GitError, FileNotFoundError):
         paths = [
             p.relative_to(worktree).as_posix()
             for p in worktree.rglob("*")
@@ -31,11 +27,3 @@ def worktree_files(worktree: Path, exclude: list[str] | None = None) -> list[str
         ]
     kept = [p for p in paths if not any(fnmatch.fnmatchcase(p, pattern) for pattern in exclude)]
     return sorted(p for p in kept if (worktree / p).is_file())
-
-
-def read_text(path: Path) -> str | None:
-    """The file as text, or None for a binary file (a NUL byte in its first 8 KiB)."""
-    data = path.read_bytes()
-    if b"\0" in data[:8192]:
-        return None
-    return data.decode("utf-8", errors="replace")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,12 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sync.gate.config import ContractRun, load_gate_config
-from sync.gate.result import GateFailure, GateResult, pr_label, prs_for
+from sync.gitio import GitError, export_tree, git_text
+from sync.model.gate import GateFailure, GateResult, pr_label, prs_for
+from sync.model.names import SYNC_SUBJECT_PREFIX, parse_per_pr_subject
 
 if TYPE_CHECKING:
     from sync.rules import RuleSet
 
-PER_PR_SUBJECT = re.compile(r"^sync\(slime #\d+\.\.#\d+\) \d+/\d+: (#(\d+)|([0-9a-f]{8})) ")
 _LINE = re.compile(r"\b(line|lines) \d+(\s*[-–]\s*\d+)?")
 _AT_LINE = re.compile(r"(\S):\d+\b")  # path:LINE
 
@@ -36,7 +36,11 @@ Probe = Callable[[str], dict[Key, GateFailure]]
 
 
 def failure_key(f: GateFailure) -> Key:
-    return (f.check, tuple(sorted(f.files)), _AT_LINE.sub(r"\1:N", _LINE.sub(r"\1 N", f.message)))
+    """A failure's identity across trees: line numbers dropped; a contract failure's files are left
+    out too, since they are the Python files the compared trees changed (they differ from tree to
+    tree), not where it fails: the same contract error before and after is pre-existing."""
+    files = () if f.check == "contract" else tuple(sorted(f.files))
+    return (f.check, files, _AT_LINE.sub(r"\1:N", _LINE.sub(r"\1 N", f.message)))
 
 
 def keyed(failures: list[GateFailure]) -> dict[Key, GateFailure]:
@@ -86,28 +90,22 @@ class RegressionResult:
 
 def per_pr_steps(worktree: Path, before: str) -> list[Step]:
     """The branch's per-PR commits after ``before``, oldest first (empty when the window ran without --per-pr)."""
-    out = subprocess.run(
-        ["git", "-C", str(worktree), "log", "--reverse", "--first-parent", "--format=%H%x00%s", f"{before}..HEAD"],
-        capture_output=True, check=True,
-    ).stdout.decode("utf-8", "replace")  # fmt: skip
+    out = git_text(worktree, "log", "--reverse", "--first-parent", "--format=%H%x00%s", f"{before}..HEAD")
     steps = []
     for line in out.splitlines():
         sha, _, subject = line.partition("\0")
-        m = PER_PR_SUBJECT.match(subject)
-        if m:
-            steps.append(Step(int(m.group(2)) if m.group(2) else m.group(3), sha))
+        parsed = parse_per_pr_subject(subject)
+        if parsed is not None:
+            steps.append(Step(parsed.label, sha))
     return steps
 
 
 def branch_base(worktree: Path) -> str:
     """The downstream commit the sync branch started from: first parent of its first sync commit."""
-    out = subprocess.run(
-        ["git", "-C", str(worktree), "log", "--reverse", "--first-parent", "--format=%H%x00%s", "HEAD"],
-        capture_output=True, check=True,
-    ).stdout.decode("utf-8", "replace")  # fmt: skip
+    out = git_text(worktree, "log", "--reverse", "--first-parent", "--format=%H%x00%s", "HEAD")
     for line in out.splitlines():
         sha, _, subject = line.partition("\0")
-        if subject.startswith("sync(slime #"):
+        if subject.startswith(SYNC_SUBJECT_PREFIX):
             return sha + "^"
     raise ValueError(f"{worktree}: no sync commit on this branch; pass --before REV")
 
@@ -117,10 +115,7 @@ def checkout(repo: Path, rev: str) -> Iterator[Path]:
     """``rev``'s tree in a scratch folder (git archive: no worktree, no hooks, nothing left behind)."""
     scratch = Path(tempfile.mkdtemp(prefix="vime-gate-"))
     try:
-        archive = subprocess.run(
-            ["git", "-C", str(repo), "archive", "--format=tar", rev], capture_output=True, check=True
-        )
-        subprocess.run(["tar", "-x", "-C", str(scratch)], input=archive.stdout, check=True)
+        export_tree(repo, rev, scratch)
         yield scratch
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -291,7 +286,7 @@ def keep_regressions(
     with its bisected PR) in ``result``; pre-existing and fixed ones become notes."""
     try:
         before = branch_base(worktree)
-    except (ValueError, subprocess.CalledProcessError):
+    except (ValueError, GitError):
         result.notes.append("regressions mode: no sync commit on this branch, so every static failure counts")
         return None
     reg = regression_gate(worktree, before, file_prs, probe=static_probe(worktree, rules), on_step=on_step)

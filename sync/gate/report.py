@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sync.gate.result import GateResult, pr_label
+from sync.model.gate import GateResult, pr_label
 
 
 def render_markdown(result: GateResult) -> str:

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 from sync.gate.config import GateConfig
 from sync.gate.contracts import INSTALL_ROOT, framework_path
 from sync.gate.files import worktree_files
-from sync.gate.result import CheckSummary, FilePRs, GateResult
 from sync.gate.static_checks import check_compiles, check_conflict_markers, check_sglang_imports
-from sync.gate.vllm_flags import (
+from sync.model.gate import CheckSummary, FilePRs, GateResult
+from sync.translator.vllm_flags import (
     VllmNotInstalled,
+    check_python_argument_flags,
     check_vllm_flags,
     installed_vime_flags,
     own_vllm_flags,
@@ -45,9 +46,15 @@ def run_static_checks(
     result.failures += failures
     result.checks.append(CheckSummary("sglang-import", "failed" if failures else "passed", len(trees)))
 
-    from sync.conformance.gate import check_conformance  # imports sync.gate's helpers: load it late
+    from sync.gate.conformance_check import check_conformance  # imports sync.gate's helpers: load it late
 
     failures, summary = check_conformance(worktree, list(trees), rules, file_prs)
+    result.failures += failures
+    result.checks.append(summary)
+
+    from sync.gate.imports_check import check_vime_imports
+
+    failures, summary = check_vime_imports(worktree, files, file_prs)
     result.failures += failures
     result.checks.append(summary)
 
@@ -60,9 +67,11 @@ def run_static_checks(
         own = own_vllm_flags(trees)
         if framework_path(worktree)[1] is not None:  # plugins only: the installed framework's flags apply
             own |= installed_vime_flags(INSTALL_ROOT)
-        failures = check_vllm_flags(worktree, scripts, own, file_prs, options)
+        failures = check_vllm_flags(worktree, scripts, own, file_prs, options, rules)
+        failures += check_python_argument_flags(trees, rules, file_prs)
         result.failures += failures
-        result.checks.append(CheckSummary("vllm-flag", "failed" if failures else "passed", len(scripts)))
+        checked = len(scripts) + len(set(trees) & set(file_prs))
+        result.checks.append(CheckSummary("vllm-flag", "failed" if failures else "passed", checked))
 
     failures = check_conflict_markers(worktree, files, file_prs)
     result.failures += failures

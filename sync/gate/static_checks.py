@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sync.gate.files import read_text
-from sync.gate.result import FilePRs, GateFailure
+from sync.model.gate import FilePRs, GateFailure
+from sync.textio import read_text
 
 if TYPE_CHECKING:
     from sync.rules import Rule, RuleSet

@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 from sync.ledger import ledger_files, merge_rows, window_rows
+from sync.model.names import report_dir
 from sync.reports.context import ReportContext
 from sync.reports.questions_md import decisions_doc, dump_json, render_questions
 from sync.reports.review_page import render_review_page
 from sync.reports.summary import render_summary
-
-
-def report_dir_name(from_pr: int, to_pr: int) -> str:
-    return f"reports/slime-{from_pr}-{to_pr}"
+from sync.textio import to_utf8
 
 
 def build_reports(ctx: ReportContext) -> dict[str, bytes]:
     """Relative path (inside the repository) -> bytes of every report file of the window."""
-    base = report_dir_name(ctx.window.from_pr, ctx.window.to_pr)
+    base = report_dir(ctx.window.from_pr, ctx.window.to_pr)
     doc = decisions_doc(ctx)
     files = {
-        f"{base}/SUMMARY.md": render_summary(ctx).encode(),
-        f"{base}/QUESTIONS.md": render_questions(ctx).encode(),
+        f"{base}/SUMMARY.md": to_utf8(render_summary(ctx)),
+        f"{base}/QUESTIONS.md": to_utf8(render_questions(ctx)),
         f"{base}/decisions.json": dump_json(doc),
-        f"{base}/review.html": render_review_page(doc).encode(),
+        f"{base}/review.html": to_utf8(render_review_page(doc)),
     }
     rows = window_rows(ctx.window, ctx.name, ctx.outcomes, ctx.downstream_commits, ctx.questions)
     files |= ledger_files(merge_rows(ctx.previous_ledger, rows))
@@ -36,14 +34,14 @@ def build_reports(ctx: ReportContext) -> dict[str, bytes]:
             if alt is not None:
                 files[f"{base}/{q.alternative}"] = alt
         if q.diff:
-            files[f"{base}/{q.diff}"] = q.sides.get("theirs", "").encode()
+            files[f"{base}/{q.diff}"] = to_utf8(q.sides.get("theirs", ""))
         for site in q.sites if q.kind == "port" else []:  # a port group: each file's upstream version
             alt = ports[site["upstream"]].alternative
             if site.get("alternative") and alt is not None:
                 files[f"{base}/{site['alternative']}"] = alt
         for rel, text in q.attachments.items():
-            files[f"{base}/{rel}"] = text.encode()
+            files[f"{base}/{rel}"] = to_utf8(text)
     return files
 
 
-__all__ = ["ReportContext", "build_reports", "report_dir_name"]
+__all__ = ["ReportContext", "build_reports"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sync.merge.filemerge import FileOutcome
+from sync.model.names import window_name
+from sync.model.window import Window
 from sync.reports.questions import Question
-from sync.window.filemerge import FileOutcome
-from sync.window.history import Window
 
 
 @dataclass
@@ -19,6 +20,7 @@ class ReportContext:
     previous_ledger: list[Any] = field(default_factory=list)  # sync.ledger.LedgerRow at the downstream's HEAD
     downstream_commits: dict[str, str] = field(default_factory=dict)  # upstream sha -> per-PR vime commit
     provenance: Any = None  # sync.window.provenance.WindowProvenance, for changed regions per file
+    timings: dict[str, float] | None = None  # seconds of the window's stages so far (``--timings``)
 
     def __post_init__(self) -> None:
         self._prs_by_file = self.window.prs_by_file()
@@ -38,4 +40,4 @@ class ReportContext:
 
     @property
     def name(self) -> str:
-        return f"slime-{self.window.from_pr}-{self.window.to_pr}"
+        return window_name(self.window.from_pr, self.window.to_pr)

@@ -14,77 +14,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sync.window.filemerge import FileOutcome
-from sync.window.textmerge import parse_hunks
-from sync.window.whitespace import indent_matters, squash
-
-HUNK_OPTIONS = ["ours", "theirs", "both", "edit"]
-PORT_OPTIONS = ["ours", "theirs"]  # ours: vime stays as it is (port by hand); theirs: adopt upstream's file
-GROUP_KINDS = ("unsupported", "unmapped")
-FILE_OPTIONS = ["ours", "theirs", "edit"]
-NOTE_OPTIONS = ["keep", "edit"]
-TIERS = ("Decide", "Confirm", "Settled")
-
-
-@dataclass
-class Question:
-    """One item of the review queue (serialised as-is into decisions.json)."""
-
-    id: str
-    kind: str
-    file: str
-    lines: list[int]
-    prs: list[int | str]
-    rules: list[str]
-    options: list[str]
-    default: str | None
-    tier: str
-    key: str
-    summary: str
-    hunk: int | None = None
-    marker_size: int = 7
-    sides: dict[str, str] = field(default_factory=dict)
-    alternative: str | None = None
-    decision: str | None = None
-    edit: str | None = None
-    sites: list[dict[str, Any]] = field(default_factory=list)
-    diff: str | None = None
-    # files written beside the report (path inside it -> text), not part of decisions.json: the
-    # translated diff of each file of a port group
-    attachments: dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "file": self.file,
-            "hunk": self.hunk,
-            "lines": self.lines,
-            "prs": self.prs,
-            "rules": self.rules,
-            "tier": self.tier,
-            "options": self.options,
-            "default": self.default,
-            "key": self.key,
-            "summary": self.summary,
-            "marker_size": self.marker_size,
-            "sides": self.sides,
-            "alternative": self.alternative,
-            "decision": self.decision,
-            "edit": self.edit,
-            "sites": self.sites,
-            "diff": self.diff,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Question:
-        return cls(
-            id=d["id"], kind=d["kind"], file=d["file"], lines=list(d.get("lines") or []), prs=list(d.get("prs") or []),
-            rules=list(d.get("rules") or []), options=list(d["options"]), default=d.get("default"), tier=d["tier"],
-            key=d["key"], summary=d.get("summary", ""), hunk=d.get("hunk"), marker_size=int(d.get("marker_size", 7)),
-            sides=dict(d.get("sides") or {}), alternative=d.get("alternative"), decision=d.get("decision"),
-            edit=d.get("edit"), sites=[dict(s) for s in d.get("sites") or []], diff=d.get("diff"),
-        )  # fmt: skip
+from sync.merge.filemerge import FileOutcome
+from sync.merge.textmerge import Hunk, parse_hunks, replace_hunks
+from sync.merge.whitespace import kind_of, same_meaning
+from sync.model.outcome import ASKED_AS_A_FILE, NOTHING_LANDS, WITH_MARKERS, Outcome
+from sync.model.question import (
+    FILE_OPTIONS,
+    GROUP_KINDS,
+    HUNK_OPTIONS,
+    NOTE_OPTIONS,
+    PORT_OPTIONS,
+    SIDE_OPTIONS,
+    TIERS,
+    Option,
+    Question,
+    QuestionKind,
+    Site,
+    Tier,
+)
+from sync.reports.review_config import REVIEW_CONFIG_PATH, ReviewConfig
 
 
 def _text(data: bytes) -> str:
@@ -92,18 +40,27 @@ def _text(data: bytes) -> str:
 
 
 def propose_hunk_default(
-    ours: bytes, base: bytes, theirs: bytes, indent: bool = True
+    ours: bytes, base: bytes, theirs: bytes, kind: str = "text", before: bytes = b"", after: bytes = b""
 ) -> tuple[str | None, str]:
-    """A safe default for a conflict hunk, or None (Decide). Only meaningless whitespace differences
-    qualify; with ``indent`` (Python, YAML, Makefiles) leading whitespace is meaning, not whitespace."""
-    o, b, t = (squash(x, indent) for x in (ours, base, theirs))
-    if o == t:
+    """A safe default for a conflict hunk, or None (Decide). Only whitespace that means nothing in the
+    file's ``kind`` qualifies (``sync.merge.whitespace``), judged with the hunk in its file
+    (``before`` and ``after``): a space inside a string or between two tokens is content."""
+    o, b, t = (before + x + after for x in (ours, base, theirs))
+    if same_meaning(o, t, kind):
         return "ours", "the sides differ in whitespace only"
-    if o == b:
+    if same_meaning(o, b, kind):
         return "theirs", "ours changed whitespace only"
-    if t == b:
+    if same_meaning(t, b, kind):
         return "ours", "theirs changed whitespace only"
     return None, ""
+
+
+def hunk_context(data: bytes, hunk: Hunk, marker_size: int) -> tuple[bytes, bytes]:
+    """The file around ``hunk`` (the other hunks taken as ours), so a hunk is judged where it stands."""
+    others = {h.index: h.ours for h in parse_hunks(data, marker_size) if h.index != hunk.index}
+    lines = replace_hunks(data, others, marker_size).splitlines(keepends=True)
+    [alone] = parse_hunks(b"".join(lines), marker_size)
+    return b"".join(lines[: alone.start_line - 1]), b"".join(lines[alone.end_line :])
 
 
 def port_diff(out: FileOutcome) -> str:
@@ -198,16 +155,16 @@ def _in_order(prs: list[int | str], order: list[int | str]) -> list[int | str]:
 
 @dataclass
 class _Group:
-    kind: str
+    kind: QuestionKind
     ref: str  # the rule id (unsupported) or the SGLang reference (unmapped)
-    sites: list[dict[str, Any]] = field(default_factory=list)
+    sites: list[Site] = field(default_factory=list)
 
 
 def _group_question(g: _Group, qid: str, order: list[int | str]) -> Question:
     """One question for every site of a rule (or reference): Settled when every site has a recorded answer."""
     files = sorted({s["file"] for s in g.sites})
     where = f"{len(g.sites)} site{'s' * (len(g.sites) != 1)} in {len(files)} file{'s' * (len(files) != 1)}"
-    if g.kind == "unsupported":
+    if g.kind == QuestionKind.UNSUPPORTED:
         summary = f"rule {g.ref} has no vLLM equivalent ({where}); the code is left as upstream wrote it"
     else:
         summary = (
@@ -217,19 +174,33 @@ def _group_question(g: _Group, qid: str, order: list[int | str]) -> Question:
     first = g.sites[0]
     q = Question(
         id=qid, kind=g.kind, file=first["file"], lines=list(first["lines"]), prs=prs,
-        rules=[g.ref] if g.kind == "unsupported" else [], options=NOTE_OPTIONS, default="keep", tier="Confirm",
+        rules=[g.ref] if g.kind == QuestionKind.UNSUPPORTED else [], options=NOTE_OPTIONS, default=Option.KEEP,
+        tier=Tier.CONFIRM,
         key=content_key(f"group-{g.kind}", g.ref, *(s["key"] for s in g.sites)), summary=summary,
         sides={"theirs": first["snippet"]}, sites=g.sites,
     )  # fmt: skip
     settled = [s for s in g.sites if s.get("decision")]
     if settled and len(settled) == len(g.sites):
-        q.tier = "Settled"
-        q.decision = "keep" if all(s["decision"] == "keep" for s in settled) else None
+        q.tier = Tier.SETTLED
+        q.decision = Option.KEEP if all(s["decision"] == Option.KEEP for s in settled) else None
         windows = sorted({s.get("recorded_in") or "?" for s in settled})
         q.summary += f" (recorded decisions from window {', '.join(windows)})"
     elif settled:
         q.summary += f"; {len(settled)} of {len(g.sites)} sites already have a recorded decision"
     return q
+
+
+def asks_provenance(out: FileOutcome) -> bool:
+    """Whether the queue asks the provenance about this file (the window translates its versions ahead):
+    every file with a question or a site does (its hunks, port diff, lines, or changed regions)."""
+    if out.theirs is None or out.outcome == Outcome.NOT_MIRRORED:
+        return False
+    if out.outcome in ASKED_AS_A_FILE:
+        return True
+    if out.theirs.parse_error or out.eol is not None or out.mode_change is not None:
+        return True
+    hits, refs = _new_hits(out)
+    return bool(hits or refs or _new_findings(out))
 
 
 def _new_findings(out: FileOutcome) -> list[tuple[int, str, str, str, str]]:
@@ -238,6 +209,21 @@ def _new_findings(out: FileOutcome) -> list[tuple[int, str, str, str, str]]:
         return []
     old = {(f[1], f[3]) for f in out.base.findings} if out.base else set()
     return [f for f in out.theirs.findings if (f[1], f[3]) not in old]
+
+
+def _conformance_scope(confirm_glob: str | None) -> str:
+    return "conformance" if confirm_glob is None else "conformance-confirm"
+
+
+def _confirm_reason(glob: str | None, review: ReviewConfig) -> str:
+    """Why a conformance finding is proposed "keep" instead of asked ("" when it is asked)."""
+    if glob is None:
+        return ""
+    where = review.source or f"the default of {REVIEW_CONFIG_PATH}"
+    return (
+        f"; proposed keep: the file matches {glob!r} of [conformance] confirm_in ({where}), a file "
+        "not run at serve or train time, where the line fails loudly in its own test"
+    )
 
 
 def _line_of(data: bytes, line: int) -> str:
@@ -251,20 +237,24 @@ def build_questions(
     recorded: Callable[[str], dict[str, Any] | None],
     provenance: Provenance | None = None,
     order: list[int | str] | None = None,
-    indent_significant: Callable[[str], bool] = indent_matters,
+    whitespace_kind: Callable[[str, bytes], str] = kind_of,
+    review: ReviewConfig | None = None,
 ) -> list[Question]:
     """Every question of the window, numbered Q1..Qn: per-file questions in file order, then one per
     ``unsupported`` rule and per unmapped reference; recorded decisions make them (or their sites) Settled.
 
-    ``provenance`` names the PRs behind each hunk and line (else the file's PRs); ``order`` is merge order.
+    ``provenance`` names the PRs behind each hunk and line (else the file's PRs); ``order`` is merge order;
+    ``review`` (the downstream's review.toml, else its defaults) says which files' conformance findings
+    are proposed "keep" (Confirm) rather than asked (Decide).
     """
     questions: list[Question] = []
     prov = provenance or FilePRsOnly()
+    review = review or ReviewConfig()
     order = order or []
     groups: dict[tuple[str, str], _Group] = {}
 
     def add(
-        kind: str,
+        kind: QuestionKind,
         out: FileOutcome,
         key: str,
         summary: str,
@@ -275,16 +265,16 @@ def build_questions(
         q = Question(
             id=f"Q{len(questions) + 1}", kind=kind, file=out.path, lines=kw.pop("lines", []),
             prs=kw.pop("prs", None) or prs_for(out), rules=kw.pop("rules", _rules_in(out)), options=options,
-            default=default, tier="Confirm" if default else "Decide", key=key, summary=summary, **kw,
+            default=default, tier=Tier.CONFIRM if default else Tier.DECIDE, key=key, summary=summary, **kw,
         )  # fmt: skip
         record = recorded(key)
         if record is not None and record.get("decision") in options:
-            q.tier, q.decision, q.edit = "Settled", record["decision"], record.get("edit")
+            q.tier, q.decision, q.edit = Tier.SETTLED, record["decision"], record.get("edit")
             q.summary += f" (recorded decision from window {record.get('window', '?')})"
         questions.append(q)
 
-    def site(kind: str, ref: str, out: FileOutcome, line: int, snippet: str, key: str) -> None:
-        entry: dict[str, Any] = {
+    def site(kind: QuestionKind, ref: str, out: FileOutcome, line: int, snippet: str, key: str) -> None:
+        entry: Site = {
             "file": out.path, "lines": [line, line], "prs": prov.line_prs(out, line) or prs_for(out),
             "snippet": snippet, "key": key, "decision": None, "edit": None,
         }  # fmt: skip
@@ -296,20 +286,26 @@ def build_questions(
 
     ports: dict[str, list[FileOutcome]] = {}  # port requests by group (one question per group of 2+)
     for out in sorted(outcomes, key=lambda o: o.upstream_path):
-        if out.outcome == "port":
+        if out.outcome == Outcome.PORT:
             ports.setdefault(_port_group_of(out), []).append(out)
     for out in sorted(outcomes, key=lambda o: o.path):
-        if out.outcome in ("conflict", "add_add") and out.data is not None:
+        if out.outcome in WITH_MARKERS and out.data is not None:
             for h in parse_hunks(out.data, out.marker_size):
-                default, why = propose_hunk_default(h.ours, h.base, h.theirs, indent_significant(out.path))
-                what = "added on both sides" if out.outcome == "add_add" else "both sides changed these lines"
+                before, after = hunk_context(out.data, h, out.marker_size)
+                kind = whitespace_kind(out.path, out.data)
+                default, why = propose_hunk_default(h.ours, h.base, h.theirs, kind, before, after)
+                what = (
+                    "added on both sides"
+                    if out.outcome == Outcome.ADD_ADD
+                    else "both sides changed these lines"
+                )
                 add(
-                    out.outcome, out, h.key(out.outcome), f"{what}{'; ' + why if why else ''}", HUNK_OPTIONS, default,
+                    QuestionKind(out.outcome), out, h.key(out.outcome), f"{what}{'; ' + why if why else ''}", HUNK_OPTIONS, default,
                     lines=[h.start_line, h.end_line], hunk=h.index, marker_size=out.marker_size,
                     rules=_hunk_rules(out, h.theirs), prs=prov.hunk_prs(out, h.base, h.theirs),
                     sides={"ours": _text(h.ours), "base": _text(h.base), "theirs": _text(h.theirs)},
                 )  # fmt: skip
-        elif out.outcome == "modify_delete":
+        elif out.outcome == Outcome.MODIFY_DELETE:
             upstream_deleted = out.data is not None
             ours = out.data or b""
             theirs = out.alternative or b""
@@ -319,46 +315,68 @@ def build_questions(
                 else "deleted downstream, changed upstream: ours = stay deleted, theirs = restore upstream's version"
             )
             add(
-                "modify_delete", out, content_key("modify_delete", out.path, ours, theirs), summary, FILE_OPTIONS,
-                "ours", sides={"ours": _text(ours), "theirs": _text(theirs)},
+                QuestionKind.MODIFY_DELETE, out, content_key("modify_delete", out.path, ours, theirs), summary, FILE_OPTIONS,
+                Option.OURS, sides={"ours": _text(ours), "theirs": _text(theirs)},
                 alternative=f"alternatives/{out.path}" if not upstream_deleted else None,
             )  # fmt: skip
-        elif out.outcome == "binary":
+        elif out.outcome == Outcome.BINARY:
             add(
-                "binary", out, content_key("binary", out.path, out.data or b"", out.alternative or b""),
-                "binary file changed on both sides: ours kept; theirs = take upstream's file", ["ours", "theirs"],
-                "ours", alternative=f"alternatives/{out.path}",
+                QuestionKind.BINARY, out, content_key("binary", out.path, out.data or b"", out.alternative or b""),
+                "binary file changed on both sides: ours kept; theirs = take upstream's file", [Option.OURS, Option.THEIRS],
+                Option.OURS, alternative=f"alternatives/{out.path}",
             )  # fmt: skip
-        elif out.outcome == "port" and len(ports[_port_group_of(out)]) > 1:
+        elif out.outcome == Outcome.PORT and len(ports[_port_group_of(out)]) > 1:
             pass  # asked once for its whole group, below
-        elif out.outcome == "port":
+        elif out.outcome == Outcome.PORT:
             add(
-                "port", out, content_key("port", out.path, out.alternative or b""),
+                QuestionKind.PORT, out, content_key("port", out.path, out.alternative or b""),
                 f"{out.note}: ours = vime stays as it is and the change is ported by hand (the translated "
                 f"upstream diff is saved beside this report); theirs = adopt upstream's "
                 f"{'translated file' if out.alternative is not None else 'deletion'}",
-                PORT_OPTIONS, "ours", diff=_port_diff_path(out), alternative=_port_alternative(out),
+                PORT_OPTIONS, Option.OURS, diff=_port_diff_path(out), alternative=_port_alternative(out),
                 sides={"theirs": prov.annotate(out, port_diff(out))},
             )  # fmt: skip
-        if out.theirs is not None and out.theirs.parse_error and out.outcome not in ("not_mirrored", "port"):
+        if out.eol is not None:
+            styles = {"ours": out.eol[0].upper(), "theirs": out.eol[1].upper()}
             add(
-                "parse_error", out, content_key("parse_error", out.path, out.theirs.parse_error),
-                f"upstream file does not parse, left untranslated: {out.theirs.parse_error}", NOTE_OPTIONS, "keep",
+                QuestionKind.LINE_ENDINGS, out, content_key("line_endings", out.path, *out.eol, out.eol_by),
+                f"{out.eol_by} converted the line endings (ours {styles['ours']}, theirs {styles['theirs']}); "
+                f"the file has {styles[out.eol_by]} now: ours / theirs = that side's line endings",
+                SIDE_OPTIONS, out.eol_by, sides=styles,
             )  # fmt: skip
-        if out.outcome in ("port", "not_mirrored"):
-            continue  # nothing of theirs lands: no line of it to keep or edit
-        for line, rule_id, kind, message, effect in _new_findings(out):
+        if out.mode_change is not None:
             add(
-                "conformance", out, content_key("conformance", rule_id, message),
-                f"{message} ({effect}; {kind}): the translated call does not match vLLM's API; edit the "
-                f"call, or fix rule {rule_id} in translations/ (never counted as converted)", NOTE_OPTIONS, None,
+                QuestionKind.MODE, out, content_key("mode", out.path, *out.mode_change),
+                f"upstream changed the file mode {out.mode_change[0]} -> {out.mode_change[1]}; the file has "
+                f"{out.mode_change[1]} now: theirs keeps it, ours restores {out.mode_change[0]}",
+                SIDE_OPTIONS, Option.THEIRS, sides={"ours": out.mode_change[0], "theirs": out.mode_change[1]},
+            )  # fmt: skip
+        if out.theirs is not None and out.theirs.parse_error and out.outcome not in NOTHING_LANDS:
+            add(
+                QuestionKind.PARSE_ERROR, out, content_key("parse_error", out.path, out.theirs.parse_error),
+                f"upstream file does not parse, left untranslated: {out.theirs.parse_error}", NOTE_OPTIONS, Option.KEEP,
+            )  # fmt: skip
+        if out.outcome in NOTHING_LANDS:
+            continue  # nothing of theirs lands: no line of it to keep or edit
+        confirm_glob = review.confirm_glob(out.path)
+        for line, rule_id, kind, message, effect in _new_findings(out):
+            what = ("the translated import names what vime does not have; provide it in vime, or map the "
+                    "upstream name" if effect == "import" else
+                    "the translated call does not match vLLM's API; edit the call")  # fmt: skip
+            # a finding proposed "keep" is keyed apart: its recorded default never settles the same
+            # finding in a file that is asked, nor a person's answer there one that is proposed
+            add(
+                QuestionKind.CONFORMANCE, out, content_key(_conformance_scope(confirm_glob), rule_id, message),
+                f"{message} ({effect}; {kind}): {what}, or fix rule {rule_id} in translations/ (never counted "
+                f"as converted){_confirm_reason(confirm_glob, review)}", NOTE_OPTIONS,
+                Option.KEEP if confirm_glob else None,
                 lines=[line, line], rules=[rule_id], sides={"theirs": _line_of(out.theirs.data, line)},
                 prs=prov.line_prs(out, line),
             )  # fmt: skip
         hits, refs = _new_hits(out)
         for rule_id, line, snippet in hits:
             site(
-                "unsupported",
+                QuestionKind.UNSUPPORTED,
                 rule_id,
                 out,
                 line,
@@ -367,7 +385,7 @@ def build_questions(
             )
         for _path, line, snippet in refs:
             site(
-                "unmapped",
+                QuestionKind.UNMAPPED,
                 reference_of(snippet),
                 out,
                 line,
@@ -409,7 +427,8 @@ def _port_group_question(
 ) -> Question:
     """One question for the port requests of one layout entry or folder; a site per file, each of
     which may take its own answer (and keeps a recorded one)."""
-    sites, attachments = [], {}
+    sites: list[Site] = []
+    attachments: dict[str, str] = {}
     for out in members:
         key = content_key("port", out.path, out.alternative or b"")
         diff = port_diff(out)
@@ -418,7 +437,7 @@ def _port_group_question(
         added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
         removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
         change = "deleted upstream" if out.alternative is None else f"+{added} -{removed} lines"
-        site: dict[str, Any] = {
+        site: Site = {
             "file": out.path, "upstream": out.upstream_path, "lines": [], "prs": prs_for(out),
             "snippet": f"{out.upstream_path}: {change}", "key": key, "decision": None, "edit": None,
             "diff": _port_diff_path(out), "alternative": _port_alternative(out),
@@ -435,14 +454,14 @@ def _port_group_question(
         "theirs = adopt upstream's translated files (deletions included)"
     )
     q = Question(
-        id=qid, kind="port", file=members[0].path, lines=[], options=PORT_OPTIONS, default="ours",
-        prs=_in_order([p for site in sites for p in site["prs"]], order), rules=[], tier="Confirm",
+        id=qid, kind=QuestionKind.PORT, file=members[0].path, lines=[], options=PORT_OPTIONS, default=Option.OURS,
+        prs=_in_order([p for site in sites for p in site["prs"]], order), rules=[], tier=Tier.CONFIRM,
         key=content_key("group-port", group, *(site["key"] for site in sites)), summary=summary,
         sides={"theirs": attachments[_port_diff_path(members[0])]}, sites=sites, attachments=attachments,
     )  # fmt: skip
     settled = [site for site in sites if site["decision"]]
     if len(settled) == len(sites):
-        q.tier = "Settled"
+        q.tier = Tier.SETTLED
         q.decision = settled[0]["decision"] if len({site["decision"] for site in settled}) == 1 else None
         q.summary += (
             f" (recorded decisions from window {', '.join(sorted({s['recorded_in'] for s in settled}))})"
@@ -467,7 +486,7 @@ def expand_sites(questions: list[Question]) -> list[Question]:
                 Question(
                     id=f"{q.id}.{i}", kind=q.kind, file=s["file"], lines=list(s["lines"]), prs=list(s["prs"]),
                     rules=q.rules, options=q.options, default=q.default,
-                    tier="Settled" if s.get("recorded_in") else q.tier, key=s["key"], summary=q.summary,
+                    tier=Tier.SETTLED if s.get("recorded_in") else q.tier, key=s["key"], summary=q.summary,
                     sides={"theirs": s["snippet"]}, decision=decision, edit=edit,
                     alternative=s.get("alternative"), diff=s.get("diff"),
                 )

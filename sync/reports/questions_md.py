@@ -4,7 +4,8 @@ decisions.json schema (``vime-sync/decisions/v1``; documented in docs/sync.md)::
 
     {"schema": "vime-sync/decisions/v1",
      "window": {"name", "from", "to", "cutoff", "tip", "branch"},
-     "files": {"<vime path>": {"outcome", "upstream", "renamed_from", "prs", "marker_size"}},
+     "files": {"<vime path>": {"outcome", "upstream", "renamed_from", "prs", "marker_size",
+                               "settled"}},   # settled: what each side changed (outcome structural only)
      "questions": [{"id": "Q1", "kind": "conflict|add_add|modify_delete|binary|unsupported|unmapped|parse_error",
                     "file", "hunk", "lines": [start, end], "prs", "rules", "tier": "Decide|Confirm|Settled",
                     "options", "default", "key", "summary", "marker_size", "sides": {"ours","base","theirs"},
@@ -26,9 +27,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sync.markdown import fenced, pr_list
 from sync.reports.context import ReportContext
-from sync.reports.markdown import fenced, pr_list
 from sync.reports.questions import Question, tier_counts
+from sync.reports.summary import settled_files
 
 SCHEMA = "vime-sync/decisions/v1"
 MAX_SITES = 60
@@ -59,6 +61,7 @@ def decisions_doc(ctx: ReportContext) -> dict[str, Any]:
                 "renamed_from": o.renamed_from,
                 "prs": ctx.prs_for(o),
                 "marker_size": o.marker_size,
+                **({"settled": o.note} if o.outcome == "structural" else {}),
                 **({"regions": ctx.provenance.regions(o)} if ctx.provenance and o.path in asked else {}),
             }
             for o in sorted(ctx.outcomes, key=lambda o: o.path)
@@ -68,7 +71,12 @@ def decisions_doc(ctx: ReportContext) -> dict[str, Any]:
 
 
 def dump_json(doc: dict[str, Any]) -> bytes:
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
+    """decisions.json's bytes: UTF-8, with text that was not UTF-8 (a file name's stray bytes, kept as
+    surrogates) written as ``\\udcXX`` escapes, which read back to the same path."""
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if not text.isascii() and any("\ud800" <= ch <= "\udfff" for ch in text):
+        text = json.dumps(doc, indent=2, ensure_ascii=True) + "\n"
+    return text.encode("utf-8")
 
 
 def _lines(q: Question) -> str:
@@ -89,6 +97,15 @@ def render_questions(ctx: ReportContext) -> str:
         "`decisions.json` directly (set `decision`, and `edit` for edited text); then run `vime-sync resolve`.",
         "Line numbers refer to the file as committed in commit 1 (with markers).",
     ]
+    settled = settled_files(ctx)
+    if settled:
+        out += [
+            "",
+            f"Settled without a question ({len(settled)} files): the line merge conflicted, but no top-level "
+            "statement was changed on both sides, so each took the side that changed it:",
+            "",
+            *settled,
+        ]
     for q in ctx.questions:
         default = q.decision if q.tier == "Settled" else q.default
         if q.tier == "Settled" and q.sites and not default:

@@ -5,27 +5,27 @@ from __future__ import annotations
 
 from collections import Counter
 
+from sync.markdown import cell, pr_list, table
+from sync.model.outcome import Outcome
 from sync.reports.context import ReportContext
-from sync.reports.markdown import cell, pr_list, table
 from sync.reports.questions import tier_counts
 
-OUTCOME_ORDER = (
-    "theirs", "clean", "structural", "unchanged", "conflict", "add_add", "new", "deleted",
-    "modify_delete", "binary", "port", "not_mirrored",
-)  # fmt: skip
-OUTCOME_MEANING = {
-    "theirs": "downstream untouched since the last sync: taken exactly as translated upstream",
-    "clean": "both sides changed, merged line by line without conflict",
-    "structural": "line conflict settled per top-level definition (libcst), result parses",
-    "unchanged": "no effect downstream (translation identical, or already absent)",
-    "conflict": "diff3 conflict markers left in the file (questions)",
-    "add_add": "added on both sides with different content (markers, questions)",
-    "new": "new to the downstream",
-    "deleted": "deleted upstream, untouched downstream: deleted",
-    "modify_delete": "deleted on one side, changed on the other (question; downstream state kept)",
-    "binary": "binary changed on both sides (question; ours kept)",
-    "port": "vime-owned or never in vime: nothing lands; a port request with the translated diff (question)",
-    "not_mirrored": "the rules (or the layout's ignore) do not mirror this upstream path: listed, not merged",
+OUTCOME_ORDER = tuple(Outcome)
+OUTCOME_MEANING: dict[Outcome, str] = {
+    Outcome.THEIRS: "downstream untouched since the last sync: taken exactly as translated upstream",
+    Outcome.CLEAN: "both sides changed, merged line by line without conflict",
+    Outcome.STRUCTURAL: "line conflict settled per top-level statement: none changed on both sides (listed below)",
+    Outcome.UNCHANGED: "no effect downstream (translation identical, or already absent)",
+    Outcome.CONFLICT: "diff3 conflict markers left in the file (questions)",
+    Outcome.ADD_ADD: "added on both sides with different content (markers, questions)",
+    Outcome.NEW: "new to the downstream",
+    Outcome.DELETED: "deleted upstream, untouched downstream: deleted",
+    Outcome.MODIFY_DELETE: "deleted on one side, changed on the other (question; downstream state kept)",
+    Outcome.BINARY: "binary changed on both sides (question; ours kept)",
+    Outcome.PORT: "vime-owned or never in vime: nothing lands; a port request with the translated diff (question)",
+    Outcome.NOT_MIRRORED: "the rules (or the layout's ignore) do not mirror this upstream path: listed, not merged",
+    Outcome.LINE_ENDINGS: "one side converted CRLF/LF: merged, written with that side's line endings (question)",
+    Outcome.MODE: "upstream changed only the executable bit: taken (question)",
 }
 
 
@@ -56,9 +56,8 @@ def render_summary(ctx: ReportContext) -> str:
             [[k, counts[k], OUTCOME_MEANING[k]] for k in OUTCOME_ORDER]
             + [["renamed", counts["renamed"], "followed an upstream rename (downstream edits moved along)"]],
         ),
-        f"\nStructure-aware pass: settled {sum(o.structural_hunks for o in ctx.outcomes)} conflict hunks in "
-        f"{counts['structural']} files.",
         "",
+        *render_settled(ctx),
         "## Pull requests in merge order",
         "",
     ]
@@ -79,6 +78,11 @@ def render_summary(ctx: ReportContext) -> str:
         lines += [f"- #{c.pr} {cell(c.title)} (merged {c.date}, {c.sha[:8]})" for c in w.late]
     else:
         lines.append("- none")
+    lines += ["", "### Numbered inside the range but merged before the cutoff (already in the base)", ""]
+    if w.early:
+        lines += [f"- #{c.pr} {cell(c.title)} (merged {c.date}, {c.sha[:8]})" for c in w.early]
+    else:
+        lines.append("- none")
     lines += ["", "## Files", ""]
     file_rows = []
     for o in sorted(ctx.outcomes, key=lambda o: o.path):
@@ -91,7 +95,37 @@ def render_summary(ctx: ReportContext) -> str:
         file_rows.append([f"`{o.path}`", f"`{up}`", o.outcome, pr_list(ctx.prs_for(o)), note])
     lines += table(["file (vime)", "upstream", "outcome", "PRs", "note"], file_rows)
     lines += ["", *render_translation_stats(ctx)]
+    if ctx.timings:
+        lines += ["", "## Stage times (`--timings`; this section differs from run to run)", ""]
+        lines += table(["stage", "seconds"], [[name, f"{s:.2f}"] for name, s in ctx.timings.items()])
+        lines.append("\nLater stages (reports, worktree, commit) are timed on the console.")
     return "\n".join(lines) + "\n"
+
+
+def settled_files(ctx: ReportContext) -> list[str]:
+    """One line per file the structure-aware pass settled without a question: what each side changed."""
+    return [
+        f"- `{o.path}` ({pr_list(ctx.prs_for(o))}): {cell(o.note)}"
+        for o in sorted(ctx.outcomes, key=lambda o: o.path)
+        if o.outcome == Outcome.STRUCTURAL
+    ]
+
+
+def render_settled(ctx: ReportContext) -> list[str]:
+    files = settled_files(ctx)
+    hunks = sum(o.structural_hunks for o in ctx.outcomes if o.outcome == Outcome.STRUCTURAL)
+    if not files:
+        return ["Structure-aware pass: no line conflict was settled per top-level statement.", ""]
+    return [
+        "## Settled per top-level statement (no question asked)",
+        "",
+        f"The line merge left {hunks} conflict hunk(s) in these {len(files)} files; each top-level statement "
+        "(function, class, call, loop, try block, assignment, import) was changed on one side only, so each "
+        "took the changed side's version. Review them like clean merges.",
+        "",
+        *files,
+        "",
+    ]
 
 
 def render_translation_stats(ctx: ReportContext) -> list[str]:

@@ -19,9 +19,12 @@ from sync.rules import (
     read_table,
     rule_table_files,
 )
+from sync.translator import target_flags
 from sync.translator.vllm_imports import ImportUse, is_engine_module, resolve_in_subprocess, vllm_installed
 
 NAME_MATCHES = ("exact", "part")
+FLAG_MATCHES = ("prefix", "fallback", "regex")  # absent: one flag
+_PASS_THROUGH_IN_TEXT = re.compile(r"(?<![\w-])(?:--no-vllm-|--vllm-)[a-z0-9][a-z0-9-]*")
 REGEX_KINDS = ("text", "reference")
 TEXT_CONTEXTS = ("prose", "markdown", "code", "shell", "yaml", "dockerfile", "requirements", "other")
 
@@ -43,6 +46,8 @@ def schema_problems(rule: Rule) -> list[str]:
     problems = []
     if rule.kind == "string" and rule.role not in STRING_ROLES:
         problems.append(f"{where}: unknown role {rule.role!r}; use one of {', '.join(STRING_ROLES)}")
+    if rule.kind == "string" and rule.role == "flag":
+        problems.extend(_flag_schema_problems(rule, where))
     if rule.kind == "name" and rule.extra.get("match") not in NAME_MATCHES:
         problems.append(f"{where}: match must be one of {', '.join(NAME_MATCHES)}")
     if rule.kind == "text":
@@ -60,6 +65,90 @@ def schema_problems(rule: Rule) -> list[str]:
     if rule.kind == "module" and rule.to.startswith("vllm.srt"):
         problems.append(f"{where}: target {rule.to!r} names vllm.srt, which vLLM does not have")
     return problems
+
+
+def _flag_schema_problems(rule: Rule, where: str) -> list[str]:
+    match = rule.extra.get("match")
+    problems = []
+    if match is not None and match not in FLAG_MATCHES:
+        problems.append(f"{where}: match must be one of {', '.join(FLAG_MATCHES)} (or absent: one flag)")
+    if match == "regex":
+        try:
+            re.compile(rule.from_)
+        except re.error as error:
+            problems.append(f"{where}: regex does not compile ({error}); fix the pattern")
+    values = rule.extra.get("values")
+    if values is not None and (
+        not isinstance(values, dict)
+        or match is not None
+        or not all(isinstance(v, str) for v in values.values())
+    ):
+        problems.append(f"{where}: values must be a table of strings on a rule for one flag")
+    if rule.extra.get("target", target_flags.VIME_TARGET) != target_flags.VIME_TARGET:
+        problems.append(f"{where}: target may only be {target_flags.VIME_TARGET!r} (one of vime's own flags)")
+    return problems
+
+
+def _named_pass_through(rule: Rule) -> list[tuple[str, bool]]:
+    """The ``--vllm-*`` flags a flag rule writes or tells the reader to use: (flag, is vime's own)."""
+    own = rule.extra.get("target") == target_flags.VIME_TARGET
+    named = [(rule.to, own)] if not rule.leaves_code and target_flags.serve_option(rule.to) else []
+    named += [(flag, False) for flag in _PASS_THROUGH_IN_TEXT.findall(rule.note) if flag != rule.to]
+    return named
+
+
+def flag_target_problems(
+    rules: list[Rule], serve_options: frozenset[str] | None, vime_flags: set[str] | None
+) -> list[str]:
+    """Flag rules whose ``--vllm-*`` target, or a ``--vllm-*`` flag their note recommends, neither
+    the installed vLLM's ``vllm serve`` (``serve_options``) nor vime (``vime_flags``) has.
+    ``None``: that side cannot be read here and is not checked."""
+    flags = [rule for rule in rules if rule.kind == "string" and rule.role == "flag"]
+    prefix = next((rule for rule in flags if rule.extra.get("match") == "prefix"), None)
+    managed = prefix.extra.get("managed", ()) if prefix is not None else ()
+    problems = []
+    for rule in flags:
+        if rule.extra.get("match") in ("prefix", "fallback"):
+            continue
+        for flag, own in _named_pass_through(rule):
+            known_to_vime = vime_flags is None or flag in vime_flags
+            if own and not known_to_vime:
+                problems.append(
+                    f"{rule.source}: rule {rule.id!r} maps to vime's own {flag}, which vime does not define; "
+                    f"fix the target"
+                )
+            elif (
+                not own
+                and serve_options is not None
+                and not (
+                    target_flags.passes_through(flag, serve_options, managed)
+                    or (vime_flags and flag in vime_flags)
+                )
+            ):
+                what = "maps to" if flag == rule.to else "recommends"
+                option = target_flags.serve_option(flag)
+                why = (
+                    f"vime sets {option} itself (flag.prefix's managed list)"
+                    if option in serve_options
+                    else f"the installed vLLM's `vllm serve` has no {option}"
+                )
+                problems.append(
+                    f"{rule.source}: rule {rule.id!r} {what} {flag}, but {why}; use vLLM's spelling or "
+                    f"mark the rule unsupported"
+                )
+    return problems
+
+
+def installed_vime_pass_through_flags() -> set[str] | None:
+    """vime's own ``--vllm-*`` flags, read from the installed framework's sources (None: not found)."""
+    from sync.packaged import framework_root
+    from sync.translator.vllm_flags import installed_vime_flags
+
+    try:
+        root = framework_root()
+    except (ModuleNotFoundError, TypeError):
+        return None
+    return installed_vime_flags(root) if (root / "vime").is_dir() else None
 
 
 def shadowing_problems(rules: list[Rule]) -> list[str]:
@@ -199,4 +288,6 @@ def check_tables(directory: Path | None = None, check_imports: bool = True) -> l
     problems.extend(duplicate_flag_targets(rules))
     if check_imports and vllm_installed():
         problems.extend(import_problems(rules))
+    options = target_flags.installed_serve_options() if check_imports else None
+    problems.extend(flag_target_problems(rules, options, installed_vime_pass_through_flags()))
     return problems

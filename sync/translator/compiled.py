@@ -6,12 +6,14 @@ answered here, so the libcst passes stay small and the text files share the same
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from sync.rules import Rule, RuleSet
+from sync.translator.target_flags import VIME_TARGET, installed_serve_options, passes_through
 from sync.translator.textrules import TextRules
 from sync.translator.triggers import Triggers
 
@@ -35,10 +37,16 @@ def flag_dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
+_UNSET: frozenset[str] = frozenset({"<unset>"})
+
+
 @dataclass
 class CompiledRules(TextRules, Triggers):
     rules: RuleSet
     _cache: dict[str, object] = field(default_factory=dict)
+    # the installed vLLM's `vllm serve` options (None: vLLM not importable, targets unchecked);
+    # read on first use unless given (a test of another vLLM release)
+    serve_options: frozenset[str] | None = _UNSET
 
     # --- identifiers --------------------------------------------------------------------------
     @cached_property
@@ -68,6 +76,8 @@ class CompiledRules(TextRules, Triggers):
     def rename_identifier(self, name: str) -> tuple[str, Rule | None]:
         """The new identifier and the rule behind it (``name`` unchanged and the rule if it leaves code)."""
         rule = self.exact_names.get(name)
+        if rule is None and name.startswith("sglang_"):
+            rule = self._pattern_flag_rule("--" + name.replace("_", "-"))
         if rule is not None:
             if rule.leaves_code:
                 return name, rule
@@ -93,22 +103,107 @@ class CompiledRules(TextRules, Triggers):
 
     @cached_property
     def flag_rules(self) -> dict[str, Rule]:
-        return {rule.from_: rule for rule in self._strings("flag") if rule.extra.get("match") != "prefix"}
+        """Flag rules for one flag each (no ``match``); ``match = "regex"`` rows are flag_patterns."""
+        return {rule.from_: rule for rule in self._strings("flag") if "match" not in rule.extra}
+
+    @cached_property
+    def flag_patterns(self) -> list[tuple[Rule, re.Pattern[str]]]:
+        return [
+            (rule, re.compile(rule.from_))
+            for rule in self._strings("flag")
+            if rule.extra.get("match") == "regex"
+        ]
 
     @cached_property
     def flag_prefix_rule(self) -> Rule | None:
         return next((r for r in self._strings("flag") if r.extra.get("match") == "prefix"), None)
 
+    @cached_property
+    def flag_fallback_rule(self) -> Rule | None:
+        """What reports a flag whose ``--vllm-*`` target vLLM lacks (``flag.not_in_vllm``)."""
+        return next((r for r in self._strings("flag") if r.extra.get("match") == "fallback"), None)
+
+    @cached_property
+    def value_flag_rules(self) -> dict[str, Rule]:
+        """Flag rules with a ``values`` table: they map only together with a value they list."""
+        return {flag: rule for flag, rule in self.flag_rules.items() if "values" in rule.extra}
+
+    def _pattern_flag_rule(self, flag: str) -> Rule | None:
+        return next((rule for rule, regex in self.flag_patterns if regex.fullmatch(flag)), None)
+
+    def flag_rule(self, flag: str) -> Rule | None:
+        """The rule of one flag (exact, then ``match = "regex"``); None: the prefix rule's business."""
+        return self.flag_rules.get(flag) or self._pattern_flag_rule(flag)
+
+    def vllm_options(self) -> frozenset[str] | None:
+        if self.serve_options is _UNSET:
+            self.serve_options = installed_serve_options()
+        return self.serve_options
+
+    def target_exists(self, target: str, rule: Rule) -> bool:
+        """Is ``target`` a flag vime accepts? ``--vllm-*`` targets must be in the installed vLLM's
+        ``vllm serve`` (unchecked without vLLM); vime's own targets are checked by ``rules check``."""
+        if rule.extra.get("target") == VIME_TARGET:
+            return True
+        options = self.vllm_options()
+        if options is None:
+            return True
+        managed = self.flag_prefix_rule.extra.get("managed", ()) if self.flag_prefix_rule else ()
+        return passes_through(target, options, managed)
+
+    def left(self, rule: Rule) -> Rule:
+        """``rule`` as one that leaves the code (a hit, reported): a value it has no mapping for."""
+        key = "left:" + rule.id
+        if key not in self._cache:
+            self._cache[key] = dataclasses.replace(rule, status="unsupported")
+        return self._cache[key]  # type: ignore[return-value]
+
+    def _not_mapped(self, flag: str) -> tuple[str, Rule | None]:
+        return flag, self.flag_fallback_rule  # no fallback row: the flag is listed as unmapped
+
     def map_flag(self, flag: str) -> tuple[str, Rule | None]:
-        if flag == "--sglang" and self.flag_prefix_rule is not None:  # "the --sglang prefix"
-            return self.flag_prefix_rule.to.rstrip("-"), self.flag_prefix_rule
-        rule = self.flag_rules.get(flag)
-        if rule is None:
-            rule = self.flag_prefix_rule
-            if rule is None or not flag.startswith(rule.from_):
-                return flag, None
-            return rule.to + flag[len(rule.from_) :], rule
-        return (flag, rule) if rule.leaves_code else (rule.to, rule)
+        """The flag's translation and its rule; a rule that leaves the code gives the flag back.
+
+        A ``--vllm-*`` target the installed vLLM lacks is never written: the flag stays and the
+        fallback rule reports it. A rule with ``values`` maps only with its value (map_flag_value).
+        """
+        prefix = self.flag_prefix_rule
+        if flag == "--sglang" and prefix is not None:  # "the --sglang prefix"
+            return prefix.to.rstrip("-"), prefix
+        rule = self.flag_rule(flag)
+        if rule is not None:
+            if rule.leaves_code:
+                return flag, rule
+            if flag in self.value_flag_rules:
+                return flag, self.left(rule)
+            return (rule.to, rule) if self.target_exists(rule.to, rule) else self._not_mapped(flag)
+        if prefix is None or not flag.startswith(prefix.from_):
+            return flag, None
+        target = prefix.to + flag[len(prefix.from_) :]
+        return (target, prefix) if self.target_exists(target, prefix) else self._not_mapped(flag)
+
+    def map_flag_definition(self, flag: str) -> tuple[str, Rule | None]:
+        """A flag as an argument definition names it (``add_argument("--sglang-x", ...)``): the
+        translated parser defines the target itself, so it maps by name, unchecked and without a
+        value, as ``args.<dest>`` does (``rename_identifier``)."""
+        rule = self.flag_rule(flag)
+        if rule is not None:
+            return (flag, rule) if rule.leaves_code else (rule.to, rule)
+        prefix = self.flag_prefix_rule
+        if prefix is None or not flag.startswith(prefix.from_):
+            return flag, None
+        return prefix.to + flag[len(prefix.from_) :], prefix
+
+    def map_flag_value(self, flag: str, value: str) -> tuple[str, str, Rule | None]:
+        """A flag of ``value_flag_rules`` with its value: both mapped, or both left with the rule
+        that reports them (the rule itself for a value its table lacks)."""
+        rule = self.value_flag_rules[flag]
+        mapped = rule.extra["values"].get(value)
+        if mapped is None:
+            return flag, value, self.left(rule)
+        if not self.target_exists(rule.to, rule):
+            return flag, value, self.flag_fallback_rule
+        return rule.to, str(mapped), rule
 
     @cached_property
     def endpoints(self) -> dict[str, Rule]:

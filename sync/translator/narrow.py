@@ -1,5 +1,6 @@
-"""Visit as little as possible: descend into classes and functions, down to the statements that
-mention something a rule acts on, and copy every other line from the source text.
+"""Visit as little as possible: descend into classes, functions and one-block compound statements
+(``for``, ``while``, ``with``, ``if`` without ``else``), down to the statements that mention something
+a rule acts on, and copy every other line from the source text.
 
 A libcst visit of a 600-line class to rename one import costs far more than the rename; with
 statement spans from Python's own parser (see ``spans``) the passes run on the smallest
@@ -10,25 +11,72 @@ from __future__ import annotations
 
 import ast
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 import libcst as cst
 
 from sync.translator.cst_codegen import render
+from sync.translator.memo import MEMO
 from sync.translator.spans import group_first_lines
 
-NARROWABLE = (cst.FunctionDef, cst.ClassDef)
 MIN_LINES = 8  # smaller statements are visited whole
+
+# Statements whose one indented block can be transformed child by child: definitions, and the
+# compound statements that have no second clause (``else``/``elif``/``except``/``finally``), whose
+# geometry is the same (header lines, then the block, then the block's footer).
+_ONE_BLOCK = {
+    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
+    cst.ClassDef: (ast.ClassDef,),
+    cst.For: (ast.For, ast.AsyncFor),
+    cst.While: (ast.While,),
+    cst.With: (ast.With, ast.AsyncWith),
+    cst.If: (ast.If,),
+}
+
+
+_ONE_BLOCK_AST = tuple(kind for kinds in _ONE_BLOCK.values() for kind in kinds)
+
+
+def one_block(node: ast.AST | None) -> bool:
+    """Whether the ``ast`` statement ``node`` is one header and one indented block."""
+    return isinstance(node, _ONE_BLOCK_AST) and not getattr(node, "orelse", None)
+
+
+def _one_block(statement: cst.BaseStatement, node: ast.AST | None) -> bool:
+    """Whether ``statement`` (with its ``ast`` twin ``node``) is one header and one indented block."""
+    kinds = _ONE_BLOCK.get(type(statement))
+    return (
+        kinds is not None
+        and isinstance(node, kinds)
+        and one_block(node)
+        and isinstance(statement.body, cst.IndentedBlock)
+        and getattr(statement, "orelse", None) is None
+    )
+
 
 Runner = Callable[[cst.BaseStatement, int, int], cst.BaseStatement]
 
 
 class Narrower:
-    def __init__(self, module: cst.Module, source: list[str], trigger_lines: list[int], run: Runner) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        source: list[str],
+        trigger_lines: list[int],
+        run: Runner,
+        *,
+        keys: Callable[[str], Hashable] | None = None,
+        out: Any = None,
+    ) -> None:
+        """``keys`` (a statement's text → its memo key) and ``out`` (where ``run`` records events,
+        with ``applied`` and ``hits`` lists): nested statements are then remembered in ``memo.MEMO``."""
         self.module = module
         self.source = source
         self.trigger_lines = trigger_lines
         self.run = run
+        self.keys = keys
+        self.out = out
 
     def has_trigger(self, first: int, last: int) -> bool:
         index = bisect.bisect_left(self.trigger_lines, first)
@@ -43,6 +91,17 @@ class Narrower:
         """The new text of lines ``first..last`` (this statement), or None when nothing changed."""
         if not self.has_trigger(first, last):
             return None
+        if self.keys is None or not indents:  # top-level statements are remembered by the caller
+            return self._transform(statement, node, first, last, indents)
+        module, text = self.module, self.text(first, last)
+        key = (self.keys(text), tuple(indents), module.default_indent, module.default_newline)
+        return MEMO.through(
+            key, text, first, self.out, lambda: self._transform(statement, node, first, last, indents)
+        )
+
+    def _transform(
+        self, statement: cst.BaseStatement, node: ast.AST | None, first: int, last: int, indents: list[str]
+    ) -> str | None:
         narrowed = self._narrow(statement, node, first, last, indents)
         if narrowed is not False:
             return narrowed
@@ -51,12 +110,7 @@ class Narrower:
 
     def _narrow(self, statement, node, first: int, last: int, indents: list[str]) -> str | bool | None:
         """Transform the children one by one; False when this statement must be visited whole."""
-        if (
-            not isinstance(statement, NARROWABLE)
-            or not isinstance(statement.body, cst.IndentedBlock)
-            or not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-            or last - first < MIN_LINES
-        ):
+        if last - first < MIN_LINES or not _one_block(statement, node):
             return False
         block = statement.body
         groups = group_first_lines(node.body)

@@ -8,6 +8,8 @@ the word-bounded text rules (endpoints inside URLs, flags, the engine's name).
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 import libcst.matchers as m
 
@@ -15,6 +17,9 @@ from sync.translator.cst_base import RecordingTransformer
 from sync.translator.http_calls import VERBS, new_body, query_from_body, query_route, reshapes
 
 _QUOTES = ('"""', "'''", '"', "'")
+# keywords of an argument definition (add_argument and helpers like it): its strings name flags
+_DEFINITION_KEYWORDS = {"type", "default", "help", "action", "dest", "choices", "nargs", "const", "required"}
+_FLAG_LITERAL = re.compile(r"--sglang-[a-z0-9][a-z0-9-]*")
 
 
 def split_simple_string(node: cst.SimpleString) -> tuple[str, str, str]:
@@ -38,6 +43,7 @@ class StringRolePass(RecordingTransformer):
         self._payload_depth = 0
         self._caller_args: set[int] = set()  # id() of first args of endpoint callers
         self._payload_keys: set[int] = set()  # id() of subscript keys of those names
+        self._definition_args: set[int] = set()  # id() of positional arguments of argument definitions
 
     # --- context: payload dicts and endpoint callers ------------------------------------------
     def visit_Dict(self, node: cst.Dict) -> None:
@@ -62,6 +68,10 @@ class StringRolePass(RecordingTransformer):
         name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
         if name in self.rules.endpoint_callers and node.args:
             self._caller_args.add(id(node.args[0].value))
+        if name == "add_argument" or any(
+            arg.keyword is not None and arg.keyword.value in _DEFINITION_KEYWORDS for arg in node.args
+        ):
+            self._definition_args |= {id(arg.value) for arg in node.args if arg.keyword is None}
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """``payload["input_ids"] = ...``: a key of a variable the tables name as a request payload.
@@ -206,6 +216,9 @@ class StringRolePass(RecordingTransformer):
             rule = rules.endpoints.get("/" + body)
             if rule is not None:
                 return self._take(node, rule, body, rule.to.lstrip("/"))
+        if id(node) in self._definition_args and _FLAG_LITERAL.fullmatch(body):
+            new, rule = rules.map_flag_definition(body)
+            return self._take(node, rule, body, new) if rule is not None else None
         in_payload = self._payload_depth > 0 or id(node) in self._payload_keys
         rule = rules.field_rule(body, self.context.path, in_payload)
         if rule is not None:

@@ -17,6 +17,8 @@ import libcst as cst
 from sync.translator.compiled import SGLANG_REFERENCE, CompiledRules
 from sync.translator.cst_base import PassContext, RecordingTransformer
 from sync.translator.cst_codegen import line_map
+from sync.translator.lazy import Fallback, LazyNarrower
+from sync.translator.memo import MEMO
 from sync.translator.model import Applied, Hit
 from sync.translator.narrow import Narrower
 from sync.translator.py_compat import CompatPass, compat_scope
@@ -26,7 +28,14 @@ from sync.translator.py_names import NamePass
 from sync.translator.py_shapes import ShapePass
 from sync.translator.py_strings import StringRolePass
 from sync.translator.scan import snippet
-from sync.translator.spans import group_first_lines, parse_ast, spans_by_codegen, split_lines, statement_spans
+from sync.translator.spans import (
+    group_ends,
+    group_first_lines,
+    parse_ast,
+    spans_by_codegen,
+    split_lines,
+    statement_spans,
+)
 
 PassFactory = Callable[[PassContext], RecordingTransformer]
 
@@ -47,13 +56,19 @@ def _passes(
         chosen.append(ShapePass)
     if rules.kwarg_trigger is not None and rules.kwarg_trigger.search(code):
         chosen.append(KeywordPass)
-    if rules.string_trigger.search(code):
+    if _has_string_or_comment(code) and rules.string_trigger.search(code):
         chosen.append(StringRolePass)
     if SGLANG_REFERENCE.search(code) or (renamed is not None and renamed.search(code)):
         chosen.append(NamePass)
     if rules.import_trigger.search(code) and rules.module_roots.search(code):
         chosen.append(ImportPass)
     return chosen
+
+
+def _has_string_or_comment(code: str) -> bool:
+    """Whether the code could hold a literal or a comment: the string pass acts on nothing else (a
+    ``slime.x`` import matches its trigger, but the import pass owns it)."""
+    return '"' in code or "'" in code or "#" in code
 
 
 def _trigger_lines(text: str, rules: CompiledRules, renamed: re.Pattern[str] | None) -> list[int]:
@@ -156,19 +171,56 @@ def _runner(module: cst.Module, rules, source, renamed, context: PassContext, ou
     return run
 
 
-def _group_ends(body: list[ast.stmt]) -> list[int]:
-    """Last line of each libcst-sized group (see ``group_first_lines``)."""
-    ends: list[int] = []
-    previous_end = 0
-    for node in body:
-        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
-        end = node.end_lineno or first
-        if ends and first == previous_end:
-            ends[-1] = end
-        else:
-            ends.append(end)
-        previous_end = end
-    return ends
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class _StatementKeys:
+    """Memo keys (``memo``) of one file's statements: the text, and what of the file it depends on.
+
+    A statement's translation depends on the file's path, the rule tables, the bindings of the
+    names it mentions (``NamePass``; ``renamed`` is made of them) and the file's rename collisions;
+    not on bindings of names it does not mention, so an import added elsewhere in the file keeps
+    the other statements' entries.
+    """
+
+    def __init__(self, context: PassContext) -> None:
+        self.bindings = {
+            name: (new, rule.id if rule is not None else None)
+            for name, (new, rule) in context.bindings.items()
+        }
+        self.static = (context.rules.rules.hash, context.path, context.dst_path, _collisions(context))
+
+    def __call__(self, text: str) -> tuple:
+        mentioned = set(_WORD.findall(text)).intersection(self.bindings)
+        return (self.static, tuple(sorted((name, self.bindings[name]) for name in mentioned)), text)
+
+
+def _collisions(context: PassContext) -> tuple[str, ...]:
+    """The file's names whose rename would land on another name of the file (``NamePass`` leaves
+    those): the only part of ``context.taken`` a statement's translation depends on."""
+    rules, taken = context.rules, context.taken
+    found = []
+    for word in taken:
+        if word in rules.exact_names or word.startswith("sglang_") or SGLANG_REFERENCE.search(word):
+            new, rule = rules.rename_identifier(word)
+            if rule is not None and new != word and new in taken:
+                found.append(word)
+    return tuple(sorted(found))
+
+
+def _lazily(lazy: LazyNarrower | None, node, start: int, first: int, end: int, out) -> list[str] | None:
+    """The statement through ``lazy`` (no libcst parse of it whole), or None: parse it the usual way."""
+    if lazy is None:
+        return None
+    applied_before, hits_before = len(out.applied), len(out.hits)
+    try:
+        new = lazy.statement(node, start, first, end)
+    except Fallback:
+        new = None
+    if new is None:
+        del out.applied[applied_before:], out.hits[hits_before:]
+        return None
+    return [new]
 
 
 def _by_slices(tree: ast.Module, source: list[str], triggers: list[int], rules, renamed, context, out):
@@ -179,12 +231,30 @@ def _by_slices(tree: ast.Module, source: list[str], triggers: list[int], rules, 
     """
     pieces: list[str] = []
     previous_end = 0
-    for (first, node), end in zip(group_first_lines(tree.body), _group_ends(tree.body), strict=True):
+    keys = _StatementKeys(context)
+    lazy = None
+    if not any("\r" in line for line in source):  # the wrapper parse writes "\n" line ends
+        runner_for = lambda module: _runner(module, rules, source, renamed, context, out)  # noqa: E731
+        lazy = LazyNarrower(source, triggers, runner_for, keys, out)
+    for (first, node), end in zip(group_first_lines(tree.body), group_ends(tree.body), strict=True):
         start = previous_end + 1
         previous_end = end
         probe = Narrower(None, source, triggers, None)  # type: ignore[arg-type]
         if not probe.has_trigger(start, end):
             pieces.append(probe.text(start, end))
+            continue
+        key = keys(probe.text(start, end))
+        found = MEMO.get(key)
+        if found is not None:  # the same statement in another version of this file
+            pieces.extend(MEMO.replay(found, start, out.applied, out.hits))  # type: ignore[arg-type]
+            continue
+        applied_before, hits_before = len(out.applied), len(out.hits)
+        piece = _lazily(lazy, node, start, first, end, out)
+        if piece is not None:
+            MEMO.put(
+                key, tuple(piece), out.applied[applied_before:], out.hits[hits_before:], start, len(key[-1])
+            )
+            pieces.extend(piece)
             continue
         sub = cst.parse_module(probe.text(start, end))
         if len(sub.body) != 1 or sub.footer:
@@ -193,12 +263,14 @@ def _by_slices(tree: ast.Module, source: list[str], triggers: list[int], rules, 
         statement_start = first - len(statement.leading_lines)
         if statement_start - start != len(sub.header):
             return None
-        pieces.extend(
-            _comment_lines(rules, source[start - 1 : statement_start - 1], start, out.applied, out.hits)
-        )
-        narrower = Narrower(sub, source, triggers, _runner(sub, rules, source, renamed, context, out))
+        piece = _comment_lines(rules, source[start - 1 : statement_start - 1], start, out.applied, out.hits)
+        runner = _runner(sub, rules, source, renamed, context, out)
+        narrower = Narrower(sub, source, triggers, runner, keys=keys, out=out)
         new = narrower.transform(statement, node, statement_start, end, [])
-        pieces.append(narrower.text(statement_start, end) if new is None else new)
+        piece.append(narrower.text(statement_start, end) if new is None else new)
+        size = len(key[-1]) + sum(map(len, piece))
+        MEMO.put(key, tuple(piece), out.applied[applied_before:], out.hits[hits_before:], start, size)
+        pieces.extend(piece)
     pieces.extend(_comment_lines(rules, source[previous_end:], previous_end + 1, out.applied, out.hits))
     return pieces
 

@@ -10,6 +10,7 @@ caller falls back to libcst's code generation.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 import libcst as cst
@@ -24,13 +25,18 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+def first_code_line(node: ast.stmt) -> int:
+    """A statement's first line of code: its first decorator's, if it has any."""
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+
+
 def group_first_lines(body: list[ast.stmt]) -> list[tuple[int, ast.stmt | None]]:
     """First code line of each libcst-sized group of ``ast`` statements, with the statement itself
     (None for a `a = 1; b = 2` line, which libcst keeps as one statement and ast splits)."""
     groups: list[tuple[int, ast.stmt | None]] = []
     previous_end = 0
     for node in body:
-        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+        first = first_code_line(node)
         if groups and first == previous_end:
             groups[-1] = (groups[-1][0], None)
         else:
@@ -39,7 +45,26 @@ def group_first_lines(body: list[ast.stmt]) -> list[tuple[int, ast.stmt | None]]
     return groups
 
 
+def group_ends(body: list[ast.stmt]) -> list[int]:
+    """Last line of each libcst-sized group of ``ast`` statements (see ``group_first_lines``)."""
+    ends: list[int] = []
+    previous_end = 0
+    for node in body:
+        first = first_code_line(node)
+        end = node.end_lineno or first
+        if ends and first == previous_end:
+            ends[-1] = end
+        else:
+            ends.append(end)
+        previous_end = end
+    return ends
+
+
+@functools.lru_cache(maxsize=4)
 def parse_ast(text: str) -> ast.Module | None:
+    """Python's own parse of ``text``, or None. Cached: the translator parses the upstream text and
+    the conformance stage the translated one, which is the same text for most files (callers only
+    read the tree)."""
     try:
         return ast.parse(text)
     except (SyntaxError, ValueError):

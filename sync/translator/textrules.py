@@ -21,6 +21,7 @@ _MD_LINK = re.compile(r"\]\((?!https?:|mailto:)([^)\s#]*)(#[^)\s]*)?\)")
 _ENV = re.compile(r"(?<![\w])SGLANG_[A-Z0-9_]+")
 _DOTTED_IN_TEXT = re.compile(r"(?<![\w.])(?:slime|slime_plugins|sglang\w*)(?:\.[A-Za-z_]\w*)+")
 _IDENT_IN_TEXT = re.compile(r"(?<![\w-])\w*(?i:sglang)\w*(?![\w-])")
+_VALUE = r"[\w.${}:/+-]"  # one character of a flag's literal value (or of a shell variable)
 
 Edit = tuple[str, int]  # (rule id, 0-based line offset inside the rewritten text)
 
@@ -50,6 +51,10 @@ class TextRules:
             subs.append(Substitution(self._path_marker, _PATH_IN_TEXT, self._replace_path))
         if self.endpoint_regex is not None:
             subs.append(Substitution(self._endpoint_marker, self.endpoint_regex, self._replace_endpoint))
+        if self.value_flag_rules:
+            subs.append(
+                Substitution(self._flag_value_marker, self._flag_value_regex(), self._replace_flag_value)
+            )
         subs.append(Substitution(self._flag_marker, _FLAG, self._replace_flag))
         subs.append(Substitution(self._env_marker, _ENV, self._replace_env))
         if context != "requirements":
@@ -70,6 +75,7 @@ class TextRules:
     # Marker rules: the real rule of a match is looked up per match (one regex for many rules).
     _endpoint_marker = Rule("string.endpoint", "string", "", "", "full", "")
     _flag_marker = Rule("string.flag", "string", "", "", "full", "")
+    _flag_value_marker = Rule("string.flag_value", "string", "", "", "full", "")
     _env_marker = Rule("string.env", "string", "", "", "full", "")
     _dotted_marker = Rule("module.dotted", "module", "", "", "full", "")
     _link_marker = Rule("path.link", "path", "", "", "full", "")
@@ -112,6 +118,23 @@ class TextRules:
         new, rule = self.map_flag(match.group(0))
         return None if rule is None or rule.leaves_code else new
 
+    def _flag_value_regex(self) -> re.Pattern[str]:
+        """A flag of a rule with a ``values`` table and the literal value after it (``--x v``,
+        ``--x=v``, ``--x "v"``); a value that is another flag is no value."""
+        key = "flag_value_regex"
+        if key not in self._cache:
+            flags = "|".join(re.escape(flag) for flag in sorted(self.value_flag_rules, key=len, reverse=True))
+            self._cache[key] = re.compile(
+                rf"(?<![\w-])(?P<flag>{flags})(?P<sep>=|[ \t]+)(?P<q>['\"]?)(?P<value>(?!-){_VALUE}+)(?P=q)(?!{_VALUE})"
+            )
+        return self._cache[key]  # type: ignore[return-value]
+
+    def _replace_flag_value(self, match: re.Match[str]) -> str | None:
+        flag, value, rule = self.map_flag_value(match["flag"], match["value"])
+        if rule is None or rule.leaves_code:
+            return None
+        return f"{flag}{match['sep']}{match['q']}{value}{match['q']}"
+
     def _replace_env(self, match: re.Match[str]) -> str | None:
         rule = self.env_rule(match.group(0))
         return None if rule is None or rule.leaves_code else rule.to
@@ -121,6 +144,8 @@ class TextRules:
             return self.endpoints[match.group(1)]
         if sub.rule is self._flag_marker:
             return self.map_flag(match.group(0))[1]
+        if sub.rule is self._flag_value_marker:
+            return self.map_flag_value(match["flag"], match["value"])[2]
         if sub.rule is self._env_marker:
             return self.env_rule(match.group(0))
         if sub.rule is self._path_marker:
@@ -143,8 +168,15 @@ class TextRules:
         hits: list[Edit] = []
         if not text or not self.trigger.search(text):  # nothing any rule could act on
             return text, applied, hits
-        protected = self._protected_spans(text)
+        spans_of = _SpansOfText(self._protected_spans)
+        protected = spans_of(text, flags=False)
+        flags_done = (
+            False  # after the flag rules, a --sglang-* flag they left is one token: no later rule edits it
+        )
         for sub in self.text_substitutions(context):
+            if flags_done and sub.rule is not self._flag_marker:
+                protected = spans_of(text, flags=True)
+            flags_done = flags_done or sub.rule is self._flag_marker
             if not sub.regex.search(text):
                 continue
             pieces: list[str] = []
@@ -169,10 +201,28 @@ class TextRules:
             if pieces:
                 pieces.append(text[last:])
                 text = "".join(pieces)
-                protected = self._protected_spans(text)
+                protected = spans_of(text, flags=False)
         return text, applied, hits
 
     def _protected_spans(self, text: str) -> list[tuple[int, int]]:
         if not SGLANG_WORD.search(text) and "sgl" not in text:
             return []
         return [m.span() for _, regex in self.keep_references for m in regex.finditer(text)]
+
+
+class _SpansOfText:
+    """The protected spans of the text being rewritten, computed once per version of the text (the
+    substitutions after the flag rules ask for them again each, while most leave the text as it was)."""
+
+    def __init__(self, protected_spans) -> None:
+        self.protected_spans = protected_spans
+        self.text: str | None = None
+        self.found: dict[bool, list[tuple[int, int]]] = {}
+
+    def __call__(self, text: str, *, flags: bool) -> list[tuple[int, int]]:
+        if text is not self.text:
+            self.text, self.found = text, {}
+        if flags not in self.found:
+            spans = self.protected_spans(text)
+            self.found[flags] = spans + [m.span() for m in _FLAG.finditer(text)] if flags else spans
+        return self.found[flags]

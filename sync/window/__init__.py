@@ -23,7 +23,7 @@ def __getattr__(name: str) -> Any:
 
         return print_summary
     if name == "SyncError":
-        from sync.window.errors import SyncError
+        from sync.model.errors import SyncError
 
         return SyncError
     raise AttributeError(name)

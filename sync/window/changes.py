@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sync.window.gitio import git
+from sync.gitio import git
 
 NULL_OID = "0" * 40
 

@@ -9,11 +9,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sync.collisions import find_collisions, involving, landing_path, refusal
+from sync.gitio import GitError, dirty_paths, git, git_text, is_ancestor, is_git_repo, ls_tree, rev_parse
+from sync.layout import LAYOUT_FILE, Layout, LayoutError, parse_layout
+from sync.model.errors import SyncError
 from sync.window.changes import UpstreamChange
-from sync.window.errors import SyncError
-from sync.window.gitio import dirty_paths, git_text, is_git_repo, rev_parse
 from sync.window.history import Window
-from sync.window.state import STATE_PATH
+from sync.window.state import STATE_PATH, SyncState
 
 if TYPE_CHECKING:
     from sync.rules import RuleSet
@@ -84,13 +86,43 @@ def worktrees(repo: Path) -> list[Path]:
     ]
 
 
-def _needed_paths(changes: list[UpstreamChange], rules: RuleSet, report_dir: str) -> set[str]:
+def downstream_layout(downstream: Path, rev: str = "HEAD") -> Layout:
+    """The layout map committed in the downstream at ``rev`` (mirror everything when it has none)."""
+    try:
+        data = git(downstream, "show", f"{rev}:{LAYOUT_FILE}")
+    except GitError:
+        return Layout()
+    try:
+        return parse_layout(data.decode("utf-8", "replace"))
+    except LayoutError as exc:
+        raise SyncError(str(exc)) from None
+
+
+def checked_out_in(repo: Path, branch: str) -> Path | None:
+    """The worktree that has ``branch`` checked out, if any."""
+    current = None
+    for line in git_text(repo, "worktree", "list", "--porcelain").splitlines():
+        if line.startswith("worktree "):
+            current = Path(line[len("worktree ") :])
+        elif line == f"branch refs/heads/{branch}":
+            return current
+    return None
+
+
+def _needed_paths(
+    changes: list[UpstreamChange], rules: RuleSet, report_dir: str, layout: Layout | None = None
+) -> set[str]:
+    """Every downstream path the window reads or writes: mapped by the rules or by the layout map."""
+    layout = layout or Layout()
     paths = {STATE_PATH, report_dir}
     for c in changes:
         for p in (c.old_path, c.new_path):
-            mapped = rules.map_path(p) if p else None
-            if mapped:
-                paths.add(mapped)
+            if not p:
+                continue
+            place = layout.place(p)
+            for mapped in (rules.map_path(p), place.to, landing_path(rules, layout, p)):
+                if mapped:
+                    paths.add(mapped)
     return paths
 
 
@@ -98,8 +130,15 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def check_clean(downstream: Path, changes: list[UpstreamChange], rules: RuleSet, report_dir: str) -> None:
-    """No uncommitted edits in files the window merges, nor in the rule tables it translates with."""
+def check_clean(
+    downstream: Path,
+    changes: list[UpstreamChange],
+    rules: RuleSet,
+    report_dir: str,
+    layout: Layout | None = None,
+) -> None:
+    """No uncommitted edits in files the window merges (where the rules or the layout map put them),
+    nor in the rule tables it translates with."""
     dirty = dirty_paths(downstream)
     rule_edits = sorted(p for p in dirty if _under(p, RULES_DIR))
     if rule_edits:
@@ -107,7 +146,7 @@ def check_clean(downstream: Path, changes: list[UpstreamChange], rules: RuleSet,
             f"downstream has uncommitted edits in {RULES_DIR}/ ({', '.join(rule_edits[:3])}); the branch would "
             "record rules it was not made with: commit or stash them first"
         )
-    needed = _needed_paths(changes, rules, report_dir)
+    needed = _needed_paths(changes, rules, report_dir, layout)
     clash = sorted(p for p in dirty if any(_under(p, n) for n in needed))
     if clash:
         more = f" (+{len(clash) - 3} more)" if len(clash) > 3 else ""
@@ -124,3 +163,73 @@ def check_order(window: Window) -> None:
         raise SyncError(
             f"reversed window: --from {window.from_pr} is after --to {window.to_pr}; pass --to N with N >= {window.from_pr}"
         )
+
+
+SPECIAL_MODES = ("120000", "160000")  # symlinks and submodules are never mirrored
+
+
+def check_collisions(
+    upstream: Path, tip: str, changes: list[UpstreamChange], rules: RuleSet, layout: Layout
+) -> None:
+    """Refuse a window in which a changed upstream file lands on the same downstream path as another
+    upstream file (or on a file another needs as a folder): one would silently replace the other."""
+    targets = {
+        path: landing_path(rules, layout, path)
+        for path, (mode, _oid) in ls_tree(upstream, tip).items()
+        if mode not in SPECIAL_MODES
+    }
+    for c in changes:  # a deletion still writes (removes) its target
+        if c.new_path is None and c.old_path and c.old_mode not in SPECIAL_MODES:
+            targets[c.old_path] = landing_path(rules, layout, c.old_path)
+    changed = {p for c in changes for p in (c.old_path, c.new_path) if p}
+    hits = involving(find_collisions(targets), changed)
+    if hits:
+        raise SyncError(refusal(hits))
+
+
+def check_paths_fit(
+    downstream: Path, changes: list[UpstreamChange], rules: RuleSet, layout: Layout, report_dir: str
+) -> None:
+    """Refuse a window that would write a file where the downstream has a folder, or below a path the
+    downstream has as a file (``vime/tools`` a file, upstream adds ``slime/tools/run.py``): the write
+    can never succeed, so say which paths meet before anything is made."""
+    tree = ls_tree(downstream, "HEAD")
+    files = {p for p, (mode, _) in tree.items() if mode not in SPECIAL_MODES}  # a link: `inside` judges it
+    removed = {landing_path(rules, layout, c.old_path) for c in changes if c.old_path}  # moved or deleted
+    folders = {"/".join(p.split("/")[:i]) for p in tree for i in range(1, p.count("/") + 1)}
+    wanted = [(c.new_path, landing_path(rules, layout, c.new_path)) for c in changes if c.new_path]
+    wanted += [("the report folder", report_dir), ("the state file", STATE_PATH)]
+    for source, target in wanted:
+        if not target:
+            continue
+        if target in folders and target != report_dir:
+            raise SyncError(
+                f"{source} lands on {target}, which is a folder in the downstream; rename that folder "
+                "downstream, or map the upstream path elsewhere in translations/layout.toml"
+            )
+        parts = target.split("/")
+        for i in range(1, len(parts)):
+            blocking = "/".join(parts[:i])
+            if blocking in files and blocking not in removed:
+                raise SyncError(
+                    f"{source} lands on {target}, but the downstream has a file {blocking} where that needs a "
+                    "folder; rename the file downstream, or map the upstream path elsewhere in "
+                    "translations/layout.toml"
+                )
+
+
+def check_not_below_cutoff(upstream: Path, window: Window, state: SyncState) -> None:
+    """Refuse a window that starts before the cutoff the state file records (its first PRs were synced
+    already and would be merged a second time) unless the user asks to rewind."""
+    if window.cutoff == state.cutoff or not is_ancestor(upstream, window.cutoff, state.cutoff):
+        return
+    synced = [c for c in window.commits if is_ancestor(upstream, c.sha, state.cutoff)]
+    if not synced:
+        return
+    names = [f"#{c.pr}" if c.pr is not None else c.sha[:8] for c in synced]
+    shown = ", ".join(names[:6]) + (" ..." if len(names) > 6 else "")
+    raise SyncError(
+        f"the window #{window.from_pr}..#{window.to_pr} reaches below the last sync (cutoff {state.cutoff[:8]}, "
+        f"PR #{state.last_pr}, in {STATE_PATH}): {len(synced)} of its commits ({shown}) were synced already; "
+        f"give --from {state.last_pr + 1} (or only --to N), or --rewind to sync them again"
+    )

@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sync.gitio import GitError, git
+from sync.model.errors import SyncError
 from sync.reports.questions import Question
-from sync.window.errors import SyncError
-from sync.window.gitio import GitError, git
 
 SCHEMA = "vime-sync/decisions/v1"
 FIX = "export it again from review.html"

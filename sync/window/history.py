@@ -7,12 +7,11 @@ inside the range may merge months later, and an older PR may merge inside it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from sync.window.gitio import git, rev_parse
+from sync.gitio import git, rev_parse
+from sync.model.window import PR_AT_END, UpstreamCommit, Window
 
-_PR_AT_END = re.compile(r"\(#(\d+)\)\s*$")
 _MERGE_PR = re.compile(r"^Merge pull request #(\d+)\b")
 
 
@@ -22,60 +21,8 @@ class WindowError(ValueError):
 
 def pr_number(subject: str) -> int | None:
     """PR number of a commit subject: ``... (#N)`` at the end, or ``Merge pull request #N ...``."""
-    m = _PR_AT_END.search(subject) or _MERGE_PR.match(subject)
+    m = PR_AT_END.search(subject) or _MERGE_PR.match(subject)
     return int(m.group(1)) if m else None
-
-
-@dataclass(frozen=True)
-class UpstreamCommit:
-    """One first-parent commit of upstream main: a merged PR or a direct push (pr is None)."""
-
-    sha: str
-    subject: str
-    author: str
-    date: str
-    pr: int | None
-    files: tuple[str, ...] = ()
-
-    @property
-    def title(self) -> str:
-        return _PR_AT_END.sub("", self.subject).strip()
-
-
-@dataclass
-class Window:
-    """The resolved window: cutoff..tip in merge order, plus what lies around it."""
-
-    from_pr: int
-    to_pr: int
-    cutoff: str
-    tip: str
-    commits: list[UpstreamCommit]
-    late: list[UpstreamCommit] = field(default_factory=list)
-
-    @property
-    def prs(self) -> list[UpstreamCommit]:
-        return [c for c in self.commits if c.pr is not None]
-
-    @property
-    def below_range(self) -> list[UpstreamCommit]:
-        return [c for c in self.commits if c.pr is not None and c.pr < self.from_pr]
-
-    @property
-    def above_range(self) -> list[UpstreamCommit]:
-        return [c for c in self.commits if c.pr is not None and c.pr > self.to_pr]
-
-    @property
-    def direct_pushes(self) -> list[UpstreamCommit]:
-        return [c for c in self.commits if c.pr is None]
-
-    def prs_by_file(self) -> dict[str, list[int | str]]:
-        """Upstream path -> PR numbers (or short sha for direct pushes) that touched it, in merge order."""
-        out: dict[str, list[int | str]] = {}
-        for c in self.commits:
-            for f in c.files:
-                out.setdefault(f, []).append(c.pr if c.pr is not None else c.sha[:8])
-        return out
 
 
 def first_parent_log(repo: Path, rev_range: str, with_files: bool = False) -> list[UpstreamCommit]:
@@ -154,7 +101,9 @@ def resolve_window(
         raise WindowError(f"empty window: no upstream commits between {cutoff_sha[:8]} and PR #{to_pr}")
     after_tip = history[index[tip_commit.sha] + 1 :]
     late = [c for c in after_tip if c.pr is not None and from_pr <= c.pr <= to_pr]
-    return Window(from_pr, to_pr, cutoff_sha, tip_commit.sha, commits, late)
+    before_cutoff = history[: index[cutoff_sha] + 1] if cutoff_sha in index else []
+    early = [c for c in before_cutoff if c.pr is not None and from_pr <= c.pr <= to_pr]
+    return Window(from_pr, to_pr, cutoff_sha, tip_commit.sha, commits, late, early)
 
 
 def window_by_commit(

@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
+from sync.merge.filemerge import FileOutcome
+from sync.model.names import label_of_name, merge_subject, per_pr_subject, resolve_subject, window_label
+from sync.model.outcome import CLEAN_MERGES, WITH_MARKERS, Outcome
 from sync.reports.questions import Question, tier_counts
-from sync.window.filemerge import FileOutcome
 from sync.window.history import UpstreamCommit, Window
 
 
 def outcome_totals(outcomes: list[FileOutcome]) -> dict[str, int]:
     """The headline counts: clean merges, files with markers, new, deleted, not mirrored, and the rest."""
 
-    def n(*kinds: str) -> int:
+    def n(*kinds: Outcome) -> int:
         return sum(1 for o in outcomes if o.outcome in kinds)
 
     return {
-        "clean": n("theirs", "clean", "structural", "unchanged"),
-        "conflict": n("conflict", "add_add"),
-        "new": n("new"),
-        "deleted": n("deleted"),
-        "not_mirrored": n("not_mirrored"),
-        "port": n("port"),
-        "modify_delete": n("modify_delete"),
-        "binary": n("binary"),
+        "clean": n(*CLEAN_MERGES),
+        "conflict": n(*WITH_MARKERS),
+        "new": n(Outcome.NEW),
+        "deleted": n(Outcome.DELETED),
+        "not_mirrored": n(Outcome.NOT_MIRRORED),
+        "port": n(Outcome.PORT),
+        "modify_delete": n(Outcome.MODIFY_DELETE),
+        "binary": n(Outcome.BINARY),
         "renamed": sum(1 for o in outcomes if o.renamed_from),
-        "structural": n("structural"),
+        "structural": n(Outcome.STRUCTURAL),
     }
 
 
@@ -38,10 +40,11 @@ def merge_message(
     t = outcome_totals(outcomes)
     tiers = tier_counts(questions)
     lines = [
-        f"sync(slime #{window.from_pr}..#{window.to_pr}): 3-way merge",
+        merge_subject(window_label(window.from_pr, window.to_pr)),
         "",
         f"ours = vime, base = translate(slime {window.cutoff[:10]}), theirs = translate(slime {window.tip[:10]}).",
-        f"{t['clean']} clean merges ({t['structural']} settled per definition) · {t['conflict']} files with "
+        f"{t['clean']} clean merges · {t['structural']} settled per top-level statement (listed in "
+        f"{report_dir}/SUMMARY.md) · {t['conflict']} files with "
         f"conflict markers · {t['new']} new · {t['deleted']} deleted · {t['renamed']} renamed · "
         f"{t['modify_delete']} modify/delete · {t['binary']} binary · {t['port']} port requests · "
         f"{t['not_mirrored']} not mirrored.",
@@ -54,15 +57,21 @@ def merge_message(
     if window.late:
         lines += ["", "Numbered inside the range but merged later (not in this window): "
                   + ", ".join(f"#{c.pr}" for c in window.late)]  # fmt: skip
+    if window.early:
+        lines += ["", "Numbered inside the range but merged before the cutoff (already in the base, not in "
+                  "this window): " + ", ".join(f"#{c.pr}" for c in window.early)]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
 def per_pr_message(window: Window, index: int, commit: UpstreamCommit, outcomes: list[FileOutcome]) -> str:
     t = outcome_totals(outcomes)
-    ref = f"#{commit.pr}" if commit.pr is not None else commit.sha[:8]
+    subject = per_pr_subject(
+        window.from_pr, window.to_pr, index, len(window.commits), commit.pr, commit.sha, commit.title
+    )
     return (
-        f"sync(slime #{window.from_pr}..#{window.to_pr}) {index}/{len(window.commits)}: {ref} {commit.title}\n\n"
+        f"{subject}\n\n"
         f"Upstream {commit.sha[:10]} by {commit.author} ({commit.date}). Window so far: {t['clean']} clean, "
+        f"{t['structural']} settled per top-level statement, "
         f"{t['conflict']} with markers, {t['new']} new, {t['deleted']} deleted.\n"
     )
 
@@ -70,7 +79,7 @@ def per_pr_message(window: Window, index: int, commit: UpstreamCommit, outcomes:
 def resolve_message(window_name: str, applied: dict[str, int], markers_left: int) -> str:
     parts = ", ".join(f"{n} {k}" for k, n in sorted(applied.items())) or "nothing"
     return (
-        f"sync({window_name.replace('slime-', 'slime #').replace('-', '..#')}): resolve\n\n"
+        f"{resolve_subject(label_of_name(window_name))}\n\n"
         f"Applied decisions: {parts}. Conflict markers left: {markers_left}.\n"
         "Decisions are recorded in .vime-sync/decisions.json and re-applied when the same conflict returns.\n"
     )

@@ -19,14 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from sync.window.errors import SyncError
+from sync.model.errors import SyncError
 from sync.window.progress import stage_progress
 from sync.window.translation import Translated, TranslateFn, TranslationCache
 
 if TYPE_CHECKING:
     from sync.rules import RuleSet
 
-MIN_PARALLEL = 64  # below this, starting processes costs more than it saves
+MIN_PARALLEL = (
+    64  # files: below this (and below MIN_PARALLEL_BYTES), starting processes costs more than it saves
+)
+MIN_PARALLEL_BYTES = 256 * 1024  # about a second of real translation; starting two workers takes ~0.1 s
 _WORKER: dict[str, Any] = {}
 
 
@@ -39,8 +42,12 @@ def _init(translate_fn: TranslateFn, rules: RuleSet) -> None:
     _WORKER["fn"], _WORKER["rules"] = translate_fn, rules
 
 
-def _work(path: str, data: bytes) -> Translated:
-    return Translated.from_file_translation(_WORKER["fn"](path, data, _WORKER["rules"]))
+def _work(path: str, versions: list[bytes]) -> list[Translated]:
+    """Every version of one file in one worker: the second reuses the first's unchanged statements
+    (``sync.translator.memo``), which only works within one process."""
+    return [
+        Translated.from_file_translation(_WORKER["fn"](path, data, _WORKER["rules"])) for data in versions
+    ]
 
 
 def default_workers() -> int:
@@ -63,12 +70,20 @@ def pretranslate(
     cache: TranslationCache,
     console: Console,
     workers: int | None = None,
+    title: str = "translate",
 ) -> int:
     """Fill ``cache.memory`` (and the disk cache) for every (path, blob) not cached yet; return how many."""
     todo = sorted({job for job in jobs if job not in cache.memory and cache.get(*job) is None})
     workers = workers or default_workers()
-    if len(todo) < MIN_PARALLEL or workers < 2:
+    if not todo or workers < 2:
         return 0
+    blobs = {job: read_blob(job[1]) for job in todo}
+    if len(todo) < MIN_PARALLEL and sum(map(len, blobs.values())) < MIN_PARALLEL_BYTES:
+        return 0
+    by_path: dict[str, list[tuple[str, str]]] = {}
+    for job in todo:
+        by_path.setdefault(job[0], []).append(job)
+    groups = sorted(by_path.values(), key=lambda jobs: -sum(len(blobs[job]) for job in jobs))  # largest first
     before = set(multiprocessing.active_children())
     done = 0
     # fork: workers inherit the translator and rules; started at the first submit, before any
@@ -76,17 +91,16 @@ def pretranslate(
     ctx = multiprocessing.get_context("fork")
     pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(translate_fn, rules))
     try:
-        futures = {pool.submit(_work, path, read_blob(oid)): (path, oid) for path, oid in todo}
-        title = f"translate {len(todo)} files on {workers} processes"
+        futures = {pool.submit(_work, jobs[0][0], [blobs[job] for job in jobs]): jobs for jobs in groups}
+        title = f"{title} {len(todo)} files on {workers} processes"
         with stage_progress(console, title, len(todo)) as advance:
             for future in as_completed(futures):
-                path, oid = futures[future]
-                result = future.result()
-                cache.memory[(path, oid)] = result
-                cache.put(path, oid, result)
-                cache.misses += 1
-                done += 1
-                advance(path)
+                for (path, oid), result in zip(futures[future], future.result(), strict=True):
+                    cache.memory[(path, oid)] = result
+                    cache.put(path, oid, result)
+                    cache.misses += 1
+                    done += 1
+                    advance(path)
     except (BrokenProcessPool, OSError) as exc:
         console.print(f"[yellow]parallel translation stopped ({exc}); continuing one file at a time[/yellow]")
     except BaseException:

@@ -2,23 +2,21 @@
 
 Step i holds the merge of cutoff..commit_i (the same per-file merge as the whole window, on a
 shorter range); the last step equals the whole-window tree. Reports and state come in a final commit.
-The stages take the window run's shared context (``run.WindowRun``) and run in its transaction.
+The stages take the window run's shared context (``window_run.WindowRun``) and run in its transaction.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from sync.gitio import commit_date
 from sync.window.changes import changed_files
-from sync.window.gitio import commit_date
-from sync.window.messages import merge_message, per_pr_message
+from sync.window.messages import per_pr_message
 from sync.window.plan import Downstream, merge_labels, plan_change
 from sync.window.progress import stage_progress
-from sync.window.provenance import WindowProvenance
-from sync.window.result import reports_for, state_for
-from sync.window.transaction import Stage
-from sync.window.worktree import commit_paths, write_files, write_outcomes
+from sync.window.reports_stage import build_reports, write_reports
+from sync.window.window_run import WindowRun
+from sync.window.worktree import commit_paths, write_outcomes
 
 
 def _restore(worktree: Path, paths: set[str], down: Downstream) -> None:
@@ -32,9 +30,10 @@ def _restore(worktree: Path, paths: set[str], down: Downstream) -> None:
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(original)
+            target.chmod(0o755 if down.mode(p, "100644") == "100755" else 0o644)
 
 
-def stage_pr_commits(run: Any) -> None:
+def stage_pr_commits(run: WindowRun) -> None:
     """One commit per upstream commit of the window, each the merge of cutoff..that commit."""
     window, touched = run.window, set()
     with stage_progress(
@@ -42,10 +41,8 @@ def stage_pr_commits(run: Any) -> None:
     ) as advance:
         for i, c in enumerate(window.commits, 1):
             labels = merge_labels(window.cutoff, c.sha)
-            run.outcomes = [
-                plan_change(ch, run.rules, run.translate, run.down, labels)
-                for ch in changed_files(run.upstream, window.cutoff, c.sha)
-            ]
+            steps = run.step_changes.get(c.sha) or changed_files(run.upstream, window.cutoff, c.sha)
+            run.outcomes = [plan_change(ch, run.rules, run.translate, run.down, labels) for ch in steps]
             _restore(run.worktree, touched, run.down)
             now = set(write_outcomes(run.worktree, run.outcomes))
             msg = per_pr_message(window, i, c, run.outcomes)
@@ -56,16 +53,8 @@ def stage_pr_commits(run: Any) -> None:
             advance(f"#{c.pr}" if c.pr else c.sha[:8])
 
 
-def stage_reports_commit(run: Any) -> None:
-    """The final commit: reports and state for the whole window."""
-    state = state_for(run.window, run.rules)
-    provenance = WindowProvenance(run.upstream, run.window, run.translate)
-    run.questions, run.files = reports_for(
-        run.window, run.branch, run.outcomes, run.downstream, run.head, state, run.rules, provenance
-    )
-    msg = merge_message(run.window, run.outcomes, run.questions, run.reports_rel)
-    date = commit_date(run.upstream, run.window.tip)
-    run.commits.append(commit_paths(run.worktree, write_files(run.worktree, run.files), msg, date))
-
-
-PER_PR_STAGES: list[Stage] = [("pr commits", stage_pr_commits), ("reports commit", stage_reports_commit)]
+def stage_reports_commit(run: WindowRun) -> None:
+    """The final commit: reports and state for the whole window (the files are in the PR commits), as
+    the whole window's reports and commit 1 make them."""
+    build_reports(run)
+    run.commits.append(commit_paths(run.worktree, *write_reports(run, [])))

@@ -8,14 +8,15 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from sync.layout import LAYOUT_FILE, Layout, Placement, parse_layout
-from sync.window.changes import UpstreamChange
-from sync.window.filemerge import (
+from sync.merge.filemerge import (
     FileOutcome,
     merge_added,
     merge_contents,
     merge_deleted,
     merge_downstream_deleted,
 )
+from sync.model.outcome import Outcome
+from sync.window.changes import UpstreamChange
 from sync.window.translation import Translated
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def port_request(
 ) -> FileOutcome:
     """A change nothing of which lands: the translated upstream file and diff go beside the report."""
     return FileOutcome(
-        path, upstream_path, "port", data=None, base=base, theirs=theirs, note=why,
+        path, upstream_path, Outcome.PORT, data=None, base=base, theirs=theirs, note=why,
         alternative=theirs.data if theirs is not None else None,  # None: upstream deleted it
         port_group=group,
     )  # fmt: skip
@@ -104,7 +105,7 @@ def plan_change(
             why = f"{special}: not mirrored"
         elif ignored is not None:
             why = ignored.why
-        return FileOutcome(change.path, change.path, "not_mirrored", note=why)
+        return FileOutcome(change.path, change.path, Outcome.NOT_MIRRORED, note=why)
     base = translate(change.old_path, change.base_oid) if old_dst and change.base_oid else None
     theirs = translate(change.new_path, change.theirs_oid) if new_dst and change.theirs_oid else None
 
@@ -113,7 +114,7 @@ def plan_change(
         where = new_dst or old_dst or change.path
         if base is not None and theirs is not None and base.data == theirs.data:
             return FileOutcome(
-                where, change.path, "unchanged", note="upstream change vanishes under translation"
+                where, change.path, Outcome.UNCHANGED, note="upstream change vanishes under translation"
             )
         upstream = change.new_path or change.path
         return port_request(where, upstream, base, theirs, port.why, port_group(upstream, port))
@@ -125,7 +126,7 @@ def plan_change(
     assert theirs is not None and change.new_path is not None
     if old_dst is None or base is None:  # added upstream (or moved into the mirror)
         out = merge_added(new_dst, change.new_path, down.content(new_dst), theirs, labels)
-        out.mode = change.new_mode if out.outcome == "new" else down.mode(new_dst, change.new_mode)
+        out.mode = change.new_mode if out.outcome == Outcome.NEW else down.mode(new_dst, change.new_mode)
         return out
 
     # modified, possibly renamed: ours is the downstream file at the old path (or already at the new one)
@@ -148,14 +149,31 @@ def plan_change(
         )  # fmt: skip
     out = merge_contents(new_dst, change.new_path, ours, base, theirs, labels)
     out.mode = down.mode(source, change.new_mode)
+    _take_mode_change(out, change.old_mode, change.new_mode)
     if change.old_path != change.new_path:
         out.upstream_old = change.old_path
     if source != new_dst:
         out.renamed_from = source
         out.remove.append(source)
-        if out.outcome == "modify_delete":
+        if out.outcome == Outcome.MODIFY_DELETE:
             out.remove.clear()
     return out
+
+
+REGULAR_MODES = ("100644", "100755")
+
+
+def _take_mode_change(out: FileOutcome, base_mode: str, theirs_mode: str) -> None:
+    """Upstream changed the executable bit where the downstream kept the old one: it lands, asked.
+
+    Why: a mode change has no content, so the content merge alone would call it ``unchanged``."""
+    if base_mode == theirs_mode or {base_mode, theirs_mode} - set(REGULAR_MODES) or out.data is None:
+        return
+    if out.mode != base_mode or out.outcome in (Outcome.MODIFY_DELETE, Outcome.BINARY):
+        return  # the downstream changed it too (to the same bit), or nothing of theirs lands
+    out.mode_change, out.mode = (base_mode, theirs_mode), theirs_mode
+    if out.outcome == Outcome.UNCHANGED:
+        out.outcome, out.note = Outcome.MODE, f"upstream changed only the mode ({base_mode} -> {theirs_mode})"
 
 
 def translation_jobs(changes: list[UpstreamChange], rules: RuleSet) -> list[tuple[str, str]]:

@@ -5,33 +5,36 @@ translation at the cutoff, then after every first-parent commit that touched it.
 through each step's diff, so every line of theirs knows the PRs that wrote it, every line of base
 knows the PRs that changed or deleted it, and a deletion is charged to the line that follows it.
 A conflict hunk's PRs are those of its theirs lines plus those that changed its base lines.
-Computed lazily, only for files the review queue asks about.
+Computed lazily, only for files the review queue asks about; the window translates their versions
+ahead in its worker pool (``versions_to_translate``), with a translator that skips the conformance
+check (only the text of an intermediate version matters here).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sync.window.filemerge import FileOutcome
+from sync.gitio import blob_at
+from sync.gitio import blob_ids as batch_blob_ids
+from sync.merge.filemerge import FileOutcome
 from sync.window.history import UpstreamCommit, Window
 from sync.window.translation import Translated
 
 PR = int | str
 
 
-def blob_at(repo: Path, commit: str, path: str) -> str | None:
-    """The blob id of ``path`` at ``commit``, or None when the path is absent there."""
-    proc = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{commit}:{path}"],
-        capture_output=True,
-        check=False,
-    )
-    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+def blob_ids(repo: Path, specs: list[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
+    """The blob id of each (commit, path), or None where absent: one ``git cat-file --batch-check``
+    for all of them (a process per look-up costs seconds on a long window)."""
+    found = batch_blob_ids(repo, specs)
+    for commit, path in specs:  # a path git's batch input cannot carry
+        if (commit, path) not in found:
+            found[(commit, path)] = blob_at(repo, commit, path)
+    return found
 
 
 def pr_of(c: UpstreamCommit) -> PR:
@@ -109,17 +112,37 @@ class WindowProvenance:
         self.upstream, self.window, self.translate = upstream, window, translate
         self.order = order or [pr_of(c) for c in window.commits]
         self._cache: dict[str, LineHistory | None] = {}
+        self._oids: dict[tuple[str, str], str | None] = {}
+
+    def _touching(self, out: FileOutcome) -> list[UpstreamCommit]:
+        paths = {out.upstream_path, *([out.upstream_old] if out.upstream_old else [])}
+        return [c for c in self.window.commits if paths.intersection(c.files)]
+
+    def _blob(self, commit: str, path: str) -> str | None:
+        if (commit, path) not in self._oids:
+            self._oids[(commit, path)] = blob_at(self.upstream, commit, path)
+        return self._oids[(commit, path)]
+
+    def _version(self, out: FileOutcome, c: UpstreamCommit) -> tuple[str, str | None]:
+        """(upstream path, blob id) of the file after commit ``c`` (its old path before a rename)."""
+        oid = self._blob(c.sha, out.upstream_path)
+        if oid is None and out.upstream_old:
+            return out.upstream_old, self._blob(c.sha, out.upstream_old)
+        return out.upstream_path, oid
+
+    def versions_to_translate(self, outcomes: list[FileOutcome]) -> list[tuple[str, str]]:
+        """Every (path, blob) the replay of these files will translate, with their blob ids looked up in
+        one batch: the window translates them ahead, in its worker pool."""
+        wanted = [(out, c) for out in outcomes if out.theirs is not None for c in self._touching(out)]
+        specs = [(c.sha, p) for out, c in wanted for p in (out.upstream_path, out.upstream_old) if p]
+        self._oids.update(blob_ids(self.upstream, [s for s in specs if s not in self._oids]))
+        jobs = (self._version(out, c) for out, c in wanted)
+        return list(dict.fromkeys((path, oid) for path, oid in jobs if oid is not None))
 
     def _versions(self, out: FileOutcome) -> list[tuple[PR, bytes]]:
-        paths = {out.upstream_path, *([out.upstream_old] if out.upstream_old else [])}
         steps: list[tuple[PR, bytes]] = []
-        for c in self.window.commits:
-            if not paths.intersection(c.files):
-                continue
-            oid = blob_at(self.upstream, c.sha, out.upstream_path)
-            path = out.upstream_path
-            if oid is None and out.upstream_old:
-                oid, path = blob_at(self.upstream, c.sha, out.upstream_old), out.upstream_old
+        for c in self._touching(out):
+            path, oid = self._version(out, c)
             steps.append((pr_of(c), self.translate(path, oid).data if oid else b""))
         return steps
 

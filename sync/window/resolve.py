@@ -11,8 +11,6 @@ only answers them, and the hunk text always comes from the file itself (checked 
 from __future__ import annotations
 
 import contextlib
-import json
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,14 +18,22 @@ from pathlib import Path
 from typing import Any
 
 from sync.decisions import RECORD_PATH, add_decisions, dump_recorded, parse_recorded
+from sync.gitio import GitError, git_text
+from sync.merge.filemerge import with_eol
+from sync.merge.textmerge import count_markers, parse_hunks, replace_hunks
+from sync.model import names
+from sync.model.errors import SyncError
+from sync.model.names import label_of_name
+from sync.model.outcome import WITH_MARKERS
+from sync.model.question import ATTRIBUTE_KINDS, HUNK_KINDS, LINE_KINDS, QuestionKind, Tier
 from sync.reports.questions import Question, expand_sites, settle_sites
+from sync.reports.questions_md import dump_json
+from sync.textio import read_utf8
 from sync.window.checks import git_common_dir
 from sync.window.decisions_doc import committed_decisions, load_decisions, merge_answers
-from sync.window.errors import SyncError
-from sync.window.gitio import GitError, git, git_text
+from sync.window.follow_branch import window_name_of
 from sync.window.messages import resolve_message
-from sync.window.textmerge import count_markers, parse_hunks, replace_hunks
-from sync.window.transaction import Stage, Transaction, run_stages, transaction
+from sync.window.transaction import Stage, Transaction, check_killed_run, run_stages, transaction
 from sync.window.worktree import commit_paths, inside
 
 __all__ = [
@@ -36,11 +42,10 @@ __all__ = [
     "find_report_dir",
     "load_decisions",
     "markers_left",
+    "plan_resolve",
     "resolve_branch",
 ]
 
-HUNK_KINDS = ("conflict", "add_add")
-LINE_KINDS = ("unsupported", "unmapped", "parse_error", "conformance")
 GateFn = Callable[[Path, Path], "bool | None"]
 
 
@@ -62,20 +67,21 @@ class ResolveResult:
 
 
 def find_report_dir(worktree: Path) -> Path:
-    """``reports/slime-<from>-<to>`` of the branch checked out in ``worktree``."""
+    """``reports/slime-<from>-<to>`` of the branch checked out in ``worktree`` (a window's branch, or the
+    follow branch: the window of the PR at its tip)."""
     try:
         branch = git_text(worktree, "rev-parse", "--abbrev-ref", "HEAD")
     except GitError as exc:
         raise SyncError(
             f"{worktree} is not a git worktree; pass --worktree PATH of the sync worktree"
         ) from exc
-    m = re.fullmatch(r"sync/(slime-\d+-\d+)", branch)
-    if not m:
+    name = window_name_of(worktree, branch)
+    if name is None:
         raise SyncError(
             f"{worktree} is on branch {branch!r}, not a sync/slime-<from>-<to> branch; pass the sync worktree"
         )
     top = Path(git_text(worktree, "rev-parse", "--show-toplevel")).resolve()
-    report_dir = top / "reports" / m.group(1)
+    report_dir = top / "reports" / name
     if not (report_dir / "decisions.json").exists():
         raise SyncError(
             f"{report_dir}/decisions.json is missing, so {branch} is not a complete window; remove it "
@@ -88,8 +94,8 @@ def window_commits(worktree: Path, name: str) -> tuple[str, str | None]:
     """This window's commit 1 (the 3-way merge) and its resolve commit, if any, on HEAD's history.
 
     Only commits of *this* window count: an earlier window merged into main has its own."""
-    label = name.replace("slime-", "slime #").replace("-", "..#")
-    merge_subject, resolve_subject = f"sync({label}): 3-way merge", f"sync({label}): resolve"
+    label = label_of_name(name)
+    merge_subject, resolve_subject = names.merge_subject(label), names.resolve_subject(label)
     log = git_text(worktree, "log", "--first-parent", "--format=%H%x00%s", "HEAD").splitlines()
     resolved = None
     for line in log:  # newest first
@@ -98,12 +104,16 @@ def window_commits(worktree: Path, name: str) -> tuple[str, str | None]:
             resolved = sha
         if subject == merge_subject:
             return sha, resolved
-    raise SyncError(f"no `{merge_subject}` commit on this branch; recreate it with `vime-sync window`")
+    branch = git_text(worktree, "rev-parse", "--abbrev-ref", "HEAD")
+    raise SyncError(
+        f"no `{merge_subject}` commit on {branch}, so it is not a complete window; remove it (git worktree "
+        f"remove --force {worktree}; git branch -D {branch}) and run `vime-sync window` again"
+    )
 
 
 def choose(questions: list[Question]) -> list[tuple[Question, str]]:
     """The option each question resolves to; refuse while any Decide question is unanswered."""
-    open_decide = [q.id for q in questions if q.tier == "Decide" and not q.decision]
+    open_decide = [q.id for q in questions if q.tier == Tier.DECIDE and not q.decision]
     if open_decide:
         shown = ", ".join(open_decide[:8]) + (" ..." if len(open_decide) > 8 else "")
         raise SyncError(
@@ -128,6 +138,7 @@ class Overlay:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.changes: dict[str, bytes | None] = {}
+        self.modes: dict[str, str] = {}  # git modes to set ("100644" / "100755")
 
     def read(self, path: str) -> bytes | None:
         if path in self.changes:
@@ -198,6 +209,19 @@ def _apply_line(files: Overlay, q: Question, decision: str) -> None:
     files.write(q.file, b"".join(lines))
 
 
+def _apply_attribute(files: Overlay, q: Question, decision: str) -> None:
+    """Line endings or mode of the whole file, as the chosen side had them (after every other edit)."""
+    value = q.sides.get(decision, "")
+    if q.kind == QuestionKind.MODE:
+        if value not in ("100644", "100755"):
+            raise SyncError(f"{q.id}: mode {value!r} is not 100644 or 100755; export decisions.json again")
+        files.modes[q.file] = value
+        return
+    data = files.read(q.file)
+    if data is not None and value.lower() in ("lf", "crlf"):
+        files.write(q.file, with_eol(data, value.lower()))
+
+
 def apply_decisions(files: Overlay, report_rel: str, chosen: list[tuple[Question, str]]) -> list[str]:
     """Apply every chosen option to the overlay (nothing written yet); return the paths touched."""
     by_file: dict[str, list[tuple[Question, str]]] = {}
@@ -207,11 +231,14 @@ def apply_decisions(files: Overlay, report_rel: str, chosen: list[tuple[Question
     for path, items in by_file.items():
         _apply_hunks(files, path, items)
     for q, decision in chosen:
-        if q.kind not in HUNK_KINDS and q.kind not in LINE_KINDS:
+        if q.kind not in (*HUNK_KINDS, *LINE_KINDS, *ATTRIBUTE_KINDS):
             _apply_file(files, report_rel, q, decision)
     for q, decision in chosen:
         if q.kind in LINE_KINDS:
             _apply_line(files, q, decision)
+    for q, decision in chosen:
+        if q.kind in ATTRIBUTE_KINDS:
+            _apply_attribute(files, q, decision)
     return sorted({q.file for q, _ in chosen})
 
 
@@ -222,7 +249,7 @@ def markers_left(
     read = read or (lambda p: (worktree / p).read_bytes() if (worktree / p).is_file() else None)
     left = {}
     for path, info in doc.get("files", {}).items():
-        data = read(path) if info.get("outcome") in HUNK_KINDS else None
+        data = read(path) if info.get("outcome") in WITH_MARKERS else None
         if data is not None:
             n = count_markers(data, int(info.get("marker_size", 7)))
             if n:
@@ -250,20 +277,8 @@ class ResolveRun:
 
 
 def _write(tx: Transaction, target: Path, data: bytes | None) -> None:
-    """Write (or delete) one file, after registering how to put it back."""
-    old = target.read_bytes() if target.is_file() else None
-    mode = target.stat().st_mode if target.is_file() else None
-
-    def undo() -> None:
-        if old is None:
-            target.unlink(missing_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(old)
-            if mode is not None:
-                target.chmod(mode & 0o7777)
-
-    tx.undo(f"restore {target}", undo)
+    """Write (or delete) one file, after registering how to put it back (and the folders it makes)."""
+    register_restore(tx, target)
     if data is None:
         target.unlink(missing_ok=True)
     else:
@@ -273,12 +288,49 @@ def _write(tx: Transaction, target: Path, data: bytes | None) -> None:
         target.write_bytes(data)
 
 
+def register_restore(tx: Transaction, target: Path) -> None:
+    """Register how to put ``target`` back as it is now, and remove the folders a write there would
+    make: on the journal when the run has one (``--repair`` after a SIGKILL), else in memory."""
+    old = target.read_bytes() if target.is_file() else None
+    mode = target.stat().st_mode & 0o7777 if target.is_file() else None
+    made = [str(p) for p in (target.parent, *target.parent.parents) if not p.exists()]
+    journal, backup = tx.backup(old) if old is not None else ("", None)
+    if old is not None and backup is None:  # no journal on disk: keep the bytes for this process only
+        tx.undo(f"restore {target}", lambda: _restore_in_memory(target, old, mode))
+    else:
+        tx.undo_step(
+            "restore",
+            f"restore {target}",
+            journal=journal,
+            path=str(target),
+            backup=backup,
+            mode=mode,
+            made=made,
+        )
+
+
+def _restore_in_memory(target: Path, old: bytes, mode: int | None) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(old)
+    if mode is not None:
+        target.chmod(mode)
+
+
+def _chmod(tx: Transaction, target: Path, mode: int) -> None:
+    """Set one file's permission bits, after registering how to put them back."""
+    if not target.is_file():
+        return
+    tx.undo_step(
+        "chmod", f"restore the mode of {target}", path=str(target), mode=target.stat().st_mode & 0o7777
+    )
+    target.chmod(mode)
+
+
 def _commit(run: ResolveRun, paths: list[str], message: str) -> str:
     assert run.tx is not None
     before = git_text(run.worktree, "rev-parse", "HEAD")
-    run.tx.undo(
-        f"reset the branch to {before[:10]}", lambda: git(run.worktree, "reset", "-q", "--mixed", before)
-    )
+    # undone only if it happened: a commit made, or paths a failed commit left staged
+    run.tx.undo_step("reset", f"reset the branch to {before[:10]}", worktree=str(run.worktree), before=before)
     date = git_text(run.worktree, "log", "-1", "--format=%cd", "--date=raw")
     return commit_paths(run.worktree, paths, message, date)
 
@@ -289,6 +341,8 @@ def stage_apply(run: ResolveRun) -> None:
         inside(run.worktree, path)  # all checked before the first write
     for path, data in sorted(run.files.changes.items()):
         _write(run.tx, run.worktree / path, data)
+    for path, mode in sorted(run.files.modes.items()):
+        _chmod(run.tx, run.worktree / path, 0o755 if mode == "100755" else 0o644)
 
 
 def stage_record(run: ResolveRun) -> None:
@@ -298,10 +352,7 @@ def stage_record(run: ResolveRun) -> None:
         q.decision = decision
     settle_sites(run.questions, run.chosen)
     doc["questions"] = [q.to_dict() for q in run.questions]
-    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-    if not text.isascii() and any("\ud800" <= ch <= "\udfff" for ch in text):  # non-UTF-8 text: escape it
-        text = json.dumps(doc, indent=2, ensure_ascii=True) + "\n"
-    _write(run.tx, run.report_dir / "decisions.json", text.encode("utf-8"))
+    _write(run.tx, run.report_dir / "decisions.json", dump_json(doc))
     alternatives = run.report_dir / "alternatives"
     if alternatives.is_dir():
         for f in sorted(p for p in alternatives.rglob("*") if p.is_file() or p.is_symlink()):
@@ -310,7 +361,7 @@ def stage_record(run: ResolveRun) -> None:
             with contextlib.suppress(OSError):
                 d.rmdir()  # empty now (the undo of each file recreates its folders)
     record_file = run.worktree / RECORD_PATH
-    before = record_file.read_text(encoding="utf-8") if record_file.is_file() else None
+    before = read_utf8(record_file, "fix or remove it", RECORD_PATH) if record_file.is_file() else None
     try:
         recorded = parse_recorded(before) if before is not None else {}
     except ValueError as exc:
@@ -371,6 +422,7 @@ def resolve_branch(
     Raises SyncError (nothing changed) on bad input; AlreadyResolved when there is nothing to do.
     """
     worktree = Path(worktree).resolve()
+    check_killed_run(worktree)
     report_dir = find_report_dir(worktree)
     worktree = report_dir.parents[1]
     report_rel = report_dir.relative_to(worktree).as_posix()
@@ -381,7 +433,10 @@ def resolve_branch(
         first, resolved = window_commits(worktree, report_dir.name)
         trusted = committed_decisions(worktree, resolved or first, f"{report_rel}/decisions.json")
         if resolved is not None:
-            gate_known = git(worktree, "ls-tree", "--name-only", "HEAD", f"{report_rel}/gate.json").strip()
+            # a gate result of this resolve: committed after it (an earlier run's gate.json may be in the tree)
+            gate_known = git_text(
+                worktree, "log", "--format=%H", f"{resolved}..HEAD", "--", f"{report_rel}/gate.json"
+            )
             if gate is None or gate_known:
                 raise AlreadyResolved(
                     f"window {name} is already resolved (commit {resolved[:10]}); nothing to do"
@@ -392,20 +447,35 @@ def resolve_branch(
             run_stages(tx, GATE_ONLY_STAGES, run)
             head = git_text(worktree, "rev-parse", "HEAD")
             return ResolveResult(worktree, report_dir, head, {}, 0, 0, [], run.gate_passed, gate_only=True)
-        _check_clean(worktree, report_rel)
-        questions = merge_answers(trusted, answers, str(source))
-        chosen = choose(expand_sites(questions))  # a grouped question: one per site
-        files = Overlay(worktree)
-        touched = apply_decisions(files, report_rel, chosen)
-        left = markers_left(worktree, trusted, files.read)
-        if left:
-            raise SyncError(
-                f"markers remain after resolve in {', '.join(sorted(left))}; answer every hunk there (an edited text "
-                "may keep markers): fix decisions.json"
-            )
-        run = ResolveRun(
-            worktree, report_dir, report_rel, trusted, questions, files, chosen, touched, gate, tx
-        )
+        run = plan_resolve(worktree, report_dir, trusted, answers, str(source), gate)
+        run.tx = tx
         run_stages(tx, RESOLVE_STAGES, run)
-    applied = dict(Counter(decision for _, decision in chosen))
-    return ResolveResult(worktree, report_dir, run.commit, applied, 0, run.recorded, touched, run.gate_passed)
+    applied = dict(Counter(decision for _, decision in run.chosen))
+    return ResolveResult(
+        worktree, report_dir, run.commit, applied, 0, run.recorded, run.touched, run.gate_passed
+    )
+
+
+def plan_resolve(
+    worktree: Path,
+    report_dir: Path,
+    trusted: dict[str, Any],
+    answers: dict[str, Any],
+    source: str,
+    gate: GateFn | None,
+) -> ResolveRun:
+    """Every check of a resolve and every new file content, before the first write (``follow`` runs the
+    same stages on its own PRs): the questions of commit 1 (``trusted``) with the ``answers``."""
+    report_rel = report_dir.relative_to(worktree).as_posix()
+    _check_clean(worktree, report_rel)
+    questions = merge_answers(trusted, answers, source)
+    chosen = choose(expand_sites(questions))  # a grouped question: one per site
+    files = Overlay(worktree)
+    touched = apply_decisions(files, report_rel, chosen)
+    left = markers_left(worktree, trusted, files.read)
+    if left:
+        raise SyncError(
+            f"markers remain after resolve in {', '.join(sorted(left))}; answer every hunk there (an edited text "
+            "may keep markers): fix decisions.json"
+        )
+    return ResolveRun(worktree, report_dir, report_rel, trusted, questions, files, chosen, touched, gate)

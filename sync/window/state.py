@@ -10,7 +10,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from sync.window.gitio import GitError, git
+from sync.gitio import GitError, git
 
 STATE_DIR = ".vime-sync"
 STATE_PATH = f"{STATE_DIR}/state.toml"

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sync.gitio import GitError, git, git_text
+from sync.model.errors import SyncError
 from sync.reports.questions import TIERS
 from sync.window.decisions_doc import committed_decisions, merge_answers
-from sync.window.errors import SyncError
-from sync.window.gitio import git_text
 from sync.window.resolve import find_report_dir, load_decisions, markers_left, window_commits
+from sync.window.transaction import check_killed_run
 
 
 @dataclass
@@ -24,10 +25,13 @@ class SyncStatus:
     resolved: bool
     gate: dict[str, Any] | None
     commits: list[str] = field(default_factory=list)
+    # files the line merge conflicted in, settled per top-level statement: what each side changed
+    settled: dict[str, str] = field(default_factory=dict)
 
 
 def sync_status(worktree: Path) -> SyncStatus:
     worktree = Path(worktree).resolve()
+    check_killed_run(worktree)  # a half-made branch: the way out, not a report on it
     report_dir = find_report_dir(worktree)
     worktree = report_dir.parents[1]
     first, resolve_commit = window_commits(worktree, report_dir.name)
@@ -43,7 +47,11 @@ def sync_status(worktree: Path) -> SyncStatus:
     open_decide = [q.id for q in questions if q.tier == "Decide" and not q.decision]
     gate_file = report_dir / "gate.json"
     try:
-        gate = json.loads(gate_file.read_text(encoding="utf-8")) if gate_file.exists() else None
+        gate = (
+            json.loads(gate_file.read_text(encoding="utf-8"))
+            if _gate_of_this_run(worktree, first, rel)
+            else None
+        )
     except ValueError:
         raise SyncError(f"{gate_file} is not valid JSON; run `vime-sync gate` again to rewrite it") from None
     if gate is not None and not isinstance(gate, dict):
@@ -60,6 +68,24 @@ def sync_status(worktree: Path) -> SyncStatus:
         resolved=resolve_commit is not None,
         gate=gate,
         commits=[s for s in mine.splitlines() if s.startswith("sync")],
+        settled={
+            p: f.get("settled", "") for p, f in doc["files"].items() if f.get("outcome") == "structural"
+        },
+    )
+
+
+def _gate_of_this_run(worktree: Path, first: str, rel: str) -> bool:
+    """A gate.json written after this window's commit 1: not the one commit 1 carried from an earlier run
+    of the same window (merged into main, then run again)."""
+    gate_file = worktree / rel / "gate.json"
+    if not gate_file.is_file():
+        return False
+    try:
+        before = git(worktree, "show", f"{first}:{rel}/gate.json")
+    except GitError:
+        return True
+    return gate_file.read_bytes() != before or bool(
+        git_text(worktree, "log", "--format=%H", f"{first}..HEAD", "--", f"{rel}/gate.json")
     )
 
 

@@ -21,7 +21,7 @@ def print_summary(result: Any, console: Console | None = None) -> None:
     table.add_column("files", justify="right")
     labels = [
         ("clean", "clean merges (incl. taken as theirs)"),
-        ("structural", "  of which settled per definition"),
+        ("structural", "settled per top-level statement (listed in SUMMARY.md)"),
         ("conflict", "files with conflict markers"),
         ("new", "new to vime"),
         ("deleted", "deleted"),
@@ -43,3 +43,16 @@ def print_summary(result: Any, console: Console | None = None) -> None:
     console.print(
         f"translations: {result.cache_hits} from cache, {result.cache_misses} translated; {result.seconds:.1f} s"
     )
+
+
+def print_timings(result: Any, console: Console | None = None) -> None:
+    """The wall seconds of each stage (``--timings``): where a slow window spends its time."""
+    console = console or Console()
+    table = Table(title="stage times")
+    table.add_column("stage")
+    table.add_column("seconds", justify="right")
+    for name, seconds in result.timings.items():
+        table.add_row(name, f"{seconds:.2f}")
+    table.add_section()
+    table.add_row("total", f"{result.seconds:.2f}")
+    console.print(table)

@@ -6,89 +6,20 @@ tip side of the previous one, and a re-run of the same window should cost almost
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 import os
 import sys
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sync.rules import RuleSet
 
+from sync.model.translated import Translated
+
 TranslateFn = Callable[[str, bytes, Any], Any]
-
-
-@dataclass(frozen=True)
-class Translated:
-    """What the merge needs from a FileTranslation, in a form that serialises to the cache."""
-
-    src_path: str
-    dst_path: str | None
-    data: bytes
-    kind: str
-    applied: tuple[tuple[str, int], ...] = ()
-    unsupported: tuple[tuple[str, int, str], ...] = ()
-    unmapped: tuple[tuple[str, int, str], ...] = ()
-    parse_error: str | None = None
-    findings: tuple[
-        tuple[int, str, str, str, str], ...
-    ] = ()  # conformance: (line, rule, kind, message, effect)
-    questioned: tuple[tuple[str, int], ...] = ()  # applied rules a finding puts in question: not conversions
-
-    @classmethod
-    def from_file_translation(cls, ft: Any) -> Translated:
-        return cls(
-            src_path=ft.src_path,
-            dst_path=ft.dst_path,
-            data=bytes(ft.data),
-            kind=ft.kind,
-            applied=tuple((str(a.rule_id), int(a.line)) for a in ft.applied),
-            unsupported=tuple((str(h.rule_id), int(h.line), str(h.snippet)) for h in ft.unsupported),
-            unmapped=tuple((str(r.path), int(r.line), str(r.snippet)) for r in ft.unmapped),
-            parse_error=ft.parse_error,
-            findings=tuple(
-                (int(f.line), str(f.rule), str(f.kind), str(f.message), str(f.effect))
-                for f in getattr(ft, "findings", ())
-            ),
-            questioned=tuple(sorted((str(a.rule_id), int(a.line)) for a in getattr(ft, "questioned", ()))),
-        )
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "src_path": self.src_path,
-                "dst_path": self.dst_path,
-                "data": base64.b64encode(self.data).decode(),
-                "kind": self.kind,
-                "applied": self.applied,
-                "unsupported": self.unsupported,
-                "unmapped": self.unmapped,
-                "parse_error": self.parse_error,
-                "findings": self.findings,
-                "questioned": self.questioned,
-            }
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> Translated:
-        d = json.loads(text)
-        return cls(
-            d["src_path"],
-            d["dst_path"],
-            base64.b64decode(d["data"]),
-            d["kind"],
-            tuple(tuple(a) for a in d["applied"]),  # type: ignore[misc]
-            tuple(tuple(h) for h in d["unsupported"]),  # type: ignore[misc]
-            tuple(tuple(r) for r in d["unmapped"]),  # type: ignore[misc]
-            d["parse_error"],
-            tuple(tuple(f) for f in d.get("findings", ())),  # type: ignore[misc]
-            tuple(tuple(a) for a in d.get("questioned", ())),  # type: ignore[misc]
-        )
 
 
 def _translator_sources(translate_fn: TranslateFn) -> list[Path]:
@@ -111,7 +42,8 @@ def translator_fingerprint(rules_hash: str, translate_fn: TranslateFn) -> str:
     """Hash of the rules plus the translator's own source, so a code change invalidates the cache too."""
     h = hashlib.sha256(rules_hash.encode())
     h.update(f"{translate_fn.__module__}:{translate_fn.__qualname__}".encode())
-    if translate_fn.__module__.startswith("sync.conformance"):  # findings follow the vLLM installed
+    # findings, and which --vllm-* flags a flag rule may write, follow the vLLM installed
+    if translate_fn.__module__.startswith(("sync.conformance", "sync.translate")):
         from sync.conformance.stage import api_key
 
         h.update(api_key().encode())
@@ -129,6 +61,7 @@ class TranslationCache:
         self.hits = 0
         self.misses = 0
         self.written: list[Path] = []  # entries this run added (removed again if the run rolls back)
+        self.made_root = False  # whether this run made the cache folder itself
 
     def _file(self, path: str, oid: str) -> Path:
         assert self.dir is not None
@@ -150,6 +83,8 @@ class TranslationCache:
         if self.dir is None:
             return
         f = self._file(path, oid)
+        if self.dir is not None and not self.dir.parent.exists():
+            self.made_root = True
         f.parent.mkdir(parents=True, exist_ok=True)
         tmp = f.with_name(f"{f.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")  # unique: runs may overlap
         try:
@@ -172,6 +107,9 @@ class TranslationCache:
             ):  # the shard and fingerprint folders, if now empty
                 if folder != self.dir.parent and folder.is_dir() and not any(folder.iterdir()):
                     folder.rmdir()
+        root = self.dir.parent if self.dir is not None else None
+        if self.made_root and root is not None and root.is_dir() and not any(root.iterdir()):
+            root.rmdir()  # the cache folder this run made
 
 
 def translate_one(

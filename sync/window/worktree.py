@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
-from sync.window.errors import SyncError
-from sync.window.filemerge import FileOutcome
-from sync.window.gitio import FIXED_IDENTITY, GitError, git, git_text
-
-
-def branch_name(from_pr: int, to_pr: int) -> str:
-    return f"sync/slime-{from_pr}-{to_pr}"
+from sync.gitio import FIXED_IDENTITY, GitError, git, git_text
+from sync.merge.filemerge import FileOutcome
+from sync.model.errors import SyncError
 
 
 def default_worktree_path(downstream: Path, from_pr: int, to_pr: int) -> Path:
@@ -35,17 +31,6 @@ def create_worktree(downstream: Path, branch: str, path: Path, start: str) -> No
     git(downstream, "worktree", "add", "--quiet", "-b", branch, str(path), start)
 
 
-def remove_worktree(downstream: Path, branch: str, path: Path) -> None:
-    """Undo ``create_worktree`` after a failure (only ever called on what this run created)."""
-    try:
-        git(downstream, "worktree", "remove", "--force", str(path))
-    except GitError:
-        shutil.rmtree(path, ignore_errors=True)
-        git(downstream, "worktree", "prune")
-    with contextlib.suppress(GitError):
-        git(downstream, "branch", "-D", branch)
-
-
 def inside(worktree: Path, rel: str) -> Path:
     """``worktree / rel``, refusing a path that leaves the worktree (``..``, or a symlinked folder on the way)."""
     target = worktree / rel
@@ -55,6 +40,20 @@ def inside(worktree: Path, rel: str) -> Path:
             f"{rel} leads outside the worktree {worktree} (a symlinked folder or '..'); remove the link and run again"
         )
     return target
+
+
+@contextlib.contextmanager
+def _fits(rel: str, upstream: str | None = None) -> Iterator[None]:
+    """A write that meets a file where a folder is needed (or the reverse) as one line naming the paths."""
+    try:
+        yield
+    except (FileExistsError, NotADirectoryError, IsADirectoryError) as exc:
+        source = f" (from {upstream})" if upstream and upstream != rel else ""
+        raise SyncError(
+            f"cannot write {rel}{source}: {exc.strerror.lower()} on the way; a file stands where a folder is "
+            "needed, or the reverse: rename it downstream, or map the upstream path elsewhere in "
+            "translations/layout.toml"
+        ) from None
 
 
 def write_outcomes(worktree: Path, outcomes: list[FileOutcome]) -> list[str]:
@@ -68,10 +67,11 @@ def write_outcomes(worktree: Path, outcomes: list[FileOutcome]) -> list[str]:
             touched.append(old)
         if out.data is not None and out.outcome != "not_mirrored":
             target = inside(worktree, out.path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.is_symlink():
-                target.unlink()
-            target.write_bytes(out.data)
+            with _fits(out.path, out.upstream_path):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if target.is_symlink():
+                    target.unlink()
+                target.write_bytes(out.data)
             os.chmod(target, 0o755 if out.mode == "100755" else 0o644)
             touched.append(out.path)
     return touched
@@ -81,9 +81,28 @@ def write_files(worktree: Path, files: dict[str, bytes]) -> list[str]:
     """Write report and state files (relative path -> bytes) into the worktree."""
     for rel, data in files.items():
         target = inside(worktree, rel)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        with _fits(rel):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
     return list(files)
+
+
+def clear_stale(worktree: Path, folder: str, keep: dict[str, bytes]) -> list[str]:
+    """Remove the files in ``folder`` that ``keep`` does not list (what an earlier run of the same
+    window left in its report folder: a gate.json from another run must not look like this one's)."""
+    root = inside(worktree, f"{folder}/x").parent
+    if not root.is_dir():
+        return []
+    stale = sorted(
+        p.relative_to(worktree).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink()
+    )
+    stale = [rel for rel in stale if rel not in keep]
+    for rel in stale:
+        (worktree / rel).unlink()
+    for d in sorted((p for p in root.rglob("*") if p.is_dir()), reverse=True):
+        with contextlib.suppress(OSError):
+            d.rmdir()
+    return stale
 
 
 def identity_env(repo: Path) -> dict[str, str]:

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import functools
 import inspect
+import json
 import math
 import os
 import sys
@@ -124,10 +125,34 @@ class ContractArgs(SimpleNamespace):
         raise AttributeError(f"args has no attribute {name!r}: it is not one of vime's flags")
 
 
+def contract_args() -> dict[str, Any]:
+    """``VIME_CONTRACT_ARGS`` (``--args`` to run_contract): a JSON object of the flags the plugin's
+    launch script sets (``{"rollout_max_context_len": 1024}``), given to every hook under test."""
+    raw = os.environ.get("VIME_CONTRACT_ARGS") or "{}"
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise ContractViolation(f"VIME_CONTRACT_ARGS must be a JSON object of flag values, got {raw!r}")
+    return value
+
+
 def make_args(**overrides: Any) -> ContractArgs:
-    """The args a hook receives in a contract run; a contract test overrides what it exercises."""
+    """The args a hook receives in a contract run: the contract's settings, then the plugin's
+    (``VIME_CONTRACT_ARGS``), then what the contract test exercises."""
     base = {**CONTRACT_ARGS, "reward_key": contract_reward_key(), "group_rm": contract_group_rm()}
-    return ContractArgs(**{**base, **overrides})
+    return ContractArgs(**{**base, **contract_args(), **overrides})
+
+
+def contract_prompt(default: Any) -> Any:
+    """``VIME_CONTRACT_PROMPT`` (``--prompt`` to run_contract): the prompt shape the plugin's data
+    has, as JSON: a string, or a list of chat messages (``[{"role": "user", "content": ...}]``)."""
+    raw = os.environ.get("VIME_CONTRACT_PROMPT")
+    return json.loads(raw) if raw else default
+
+
+def contract_label(default: Any) -> Any:
+    """``VIME_CONTRACT_LABEL`` (``--label``): the label shape the plugin's data has, as JSON."""
+    raw = os.environ.get("VIME_CONTRACT_LABEL")
+    return json.loads(raw) if raw else default
 
 
 # ----- signatures ------------------------------------------------------------------------------
@@ -192,9 +217,14 @@ async def _await(value: Any) -> Any:
 def make_sample(
     index: int, *, group_index: int = 0, prompt: str = "What is 1+1?", label: Any = "2"
 ) -> Sample:
-    """A prompt as the data source hands it out: PENDING, no response yet."""
+    """A prompt as the data source hands it out: PENDING, no response yet (the prompt and label in
+    the plugin's shape when ``VIME_CONTRACT_PROMPT`` / ``VIME_CONTRACT_LABEL`` give it)."""
     return Sample(
-        group_index=group_index, index=index, prompt=prompt, label=label, metadata={"source": "contract"}
+        group_index=group_index,
+        index=index,
+        prompt=contract_prompt(prompt),
+        label=contract_label(label),
+        metadata={"source": "contract"},
     )
 
 

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
 
-from contract_support import FIXTURES, make_args
+from contract_support import FIXTURES, contract_args, make_args
 
 ENGINE_FREE_GENERATE = f"{FIXTURES}.engine_free.generate"
 N_PROMPTS = 8
@@ -65,7 +65,7 @@ def plugin_settings() -> dict[str, Any]:
     a real engine; ``VIME_CONTRACT_ARGS`` is a JSON object of other flags the plugin reads, as its
     launch script sets them (``{"max_tokens_per_gpu": 512}``).
     """
-    settings: dict[str, Any] = json.loads(os.environ.get("VIME_CONTRACT_ARGS") or "{}")
+    settings: dict[str, Any] = contract_args()
     url = os.environ.get("VIME_CONTRACT_ENGINE_URL")
     if url:
         parts = urlsplit(url)

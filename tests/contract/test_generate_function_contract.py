@@ -6,14 +6,19 @@ A plugin author provides::
     async def generate(args, sample: Sample, sampling_params: dict) -> Sample | list[Sample]
 
 (an ``evaluation: bool`` keyword is passed too when the function declares it). It receives a
-PENDING sample whose ``prompt`` is set and vLLM sampling params (``max_tokens``, ``temperature``,
-...). It returns the sample generated: ``tokens`` = prompt ids + response ids, ``response`` /
-``response_length`` set, at most ``max_tokens`` response tokens, ``rollout_log_probs`` and
-``loss_mask`` (when set) one entry per response token, and a final status (COMPLETED /
-TRUNCATED / ABORTED / FAILED, never PENDING). It may leave ``reward`` unset: vime scores it.
-A multi-turn hook may return several samples. No engine runs here, so a hook that itself calls
-vLLM can only be checked against a running engine; with no path, the dispatch of vime's rollout
-(which hook wins) is tested with engine-free hooks.
+PENDING sample whose ``prompt`` is set (``--prompt JSON`` gives your data's shape) and vLLM
+sampling params (``max_tokens``, ``temperature``, ...), and ``args`` whose
+``vllm_router_ip/port`` name the contract's engine: a counting proxy in front of
+``VIME_CONTRACT_ENGINE_URL`` (a real engine or router), else a mock of vLLM's generate routes.
+It must have reached that engine (at least one answered generate request) and return what it
+generated: ``tokens`` = the ids of a prompt it sent the engine + the response ids,
+``response_length`` of them the response's, at most ``max_tokens`` per model turn,
+``rollout_log_probs`` (required for COMPLETED / TRUNCATED) and ``loss_mask`` (when set) one entry
+per response token, tokens it did not generate masked with log probability 0, and a status that
+says what happened: COMPLETED / TRUNCATED with a response, ABORTED only when the engine aborted
+(with the mock, an engine that aborts every request must give ABORTED or FAILED samples),
+never PENDING. It may leave ``reward`` unset: vime scores it. It may return several samples.
+With no path, the dispatch of vime's rollout (which hook wins) is tested with engine-free hooks.
 
     python tools/run_contract.py tests/contract/test_generate_function_contract.py \\
         --custom-generate-function-path my_pkg.agent.generate
@@ -21,7 +26,6 @@ vLLM can only be checked against a running engine; with no path, the dispatch of
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 import pytest
@@ -36,6 +40,7 @@ from contract_support import (
     load_hook,
     make_sample,
 )
+from engine_support import ContractEngine, prompt_ids_sent
 from rollout_support import rollout_args
 
 from vime.utils.types import Sample
@@ -51,32 +56,93 @@ def _sampling_params(args):
     return build_sampling_params(args)
 
 
-@pytest.mark.skipif(not is_overridden(FLAG), reason="needs a plugin (vime's own generate needs an engine)")
-def test_generate_returns_generated_samples(tmp_path):
-    """A hook that calls vLLM talks to VIME_CONTRACT_ENGINE_URL, else to the stub engine mock below."""
+def _run_plugin(tmp_path, engine: ContractEngine):
     path, fn = load_hook(FLAG, DEFAULT)
-    with contextlib.ExitStack() as stack:
-        engine = {}
-        if not os.environ.get("VIME_CONTRACT_ENGINE_URL"):
-            stub = stack.enter_context(StubEngine([]))
-            engine = {"vllm_router_ip": "127.0.0.1", "vllm_router_port": stub.port}
-        args = rollout_args(tmp_path, **engine)
-        params = _sampling_params(args)
-        sample = make_sample(0)
-        check_callable_as(fn, path, "generate function", CALL, args, sample, params)
-        check_is_async(fn, path, "generate function", CALL)
-        result = call_hook(fn, f"generate function {path}", args, sample, dict(params))
+    args = rollout_args(tmp_path, **engine.settings)
+    params = _sampling_params(args)
+    sample = make_sample(0)
+    check_callable_as(fn, path, "generate function", CALL, args, sample, params)
+    check_is_async(fn, path, "generate function", CALL)
+    result = call_hook(fn, f"generate function {path}", args, sample, dict(params))
     samples = result if isinstance(result, list) else [result]
     if not samples:
         raise ContractViolation(
             f"generate function {path}: returned an empty list; return at least one Sample"
         )
+    return path, args, params, samples
+
+
+def _check_reached_engine(path: str, engine: ContractEngine) -> None:
+    if engine.calls == 0:
+        raise ContractViolation(
+            f"generate function {path}: returned without one answered generate request to the engine "
+            f"its args name (args.vllm_router_ip/port = {engine.url}); a sample that no engine "
+            "produced cannot be trained on"
+        )
+
+
+def _check_prompt_prefix(path: str, i: int, sample: Sample, sent: set[tuple[int, ...]]) -> None:
+    """``tokens`` = the prompt the engine was sent + the response: the part before the response
+    must be the token ids of one of the plugin's engine requests."""
+    prompt_len = len(sample.tokens) - sample.response_length
+    prefix = tuple(sample.tokens[:prompt_len])
+    if prompt_len <= 0:
+        raise ContractViolation(
+            f"generate function {path}: returned sample {i} has no prompt tokens (len(tokens)={len(sample.tokens)}, "
+            f"response_length={sample.response_length}); tokens must be the prompt's ids followed by the response's"
+        )
+    if prefix not in sent:
+        raise ContractViolation(
+            f"generate function {path}: returned sample {i}'s tokens do not start with a prompt it sent to the "
+            f"engine: its first {prompt_len} tokens (len(tokens) - response_length) match none of the "
+            f"{len(sent)} prompt(s) the engine received; set tokens = prompt ids + response ids"
+        )
+
+
+def _check_status(path: str, i: int, sample: Sample, engine: ContractEngine) -> None:
+    """The status says what happened: a response for COMPLETED / TRUNCATED (with the engine's log
+    probabilities, one per response token), ABORTED only when the engine aborted a request."""
+    status = sample.status
+    if status in (Sample.Status.COMPLETED, Sample.Status.TRUNCATED):
+        if sample.response_length < 1:
+            raise ContractViolation(
+                f"generate function {path}: returned sample {i} is {status.name} with an empty response; "
+                "a generation that produced nothing is ABORTED or FAILED"
+            )
+        if sample.rollout_log_probs is None:
+            raise ContractViolation(
+                f"generate function {path}: returned sample {i} is {status.name} without rollout_log_probs; "
+                "ask the engine for them (logprobs / return_logprob) and keep one per response token"
+            )
+    if status == Sample.Status.ABORTED and "abort" not in engine.answers:
+        raise ContractViolation(
+            f"generate function {path}: returned sample {i} is ABORTED but the engine aborted none of its "
+            f"{engine.calls} request(s) (finish reasons: {sorted({str(a) for a in engine.answers})})"
+        )
+
+
+def _tokenizer(args):
+    from vime.rollout.generate_state import GenerateState
+
+    return GenerateState(args).tokenizer
+
+
+@pytest.mark.skipif(not is_overridden(FLAG), reason="needs a plugin (vime's own generate needs an engine)")
+def test_generate_returns_generated_samples(tmp_path):
+    """The plugin reaches the engine (VIME_CONTRACT_ENGINE_URL through a counting proxy, else the
+    engine mock) and returns what it generated: prompt ids + response ids, status, log probs."""
+    with ContractEngine(os.environ.get("VIME_CONTRACT_ENGINE_URL")) as engine:
+        path, args, params, samples = _run_plugin(tmp_path, engine)
+    _check_reached_engine(path, engine)
+    sent = prompt_ids_sent(engine, _tokenizer(args))
     for i, generated in enumerate(samples):
         check_sample(generated, f"generate function {path}: returned sample {i}", generated=False)
         if generated.status == Sample.Status.PENDING:
             raise ContractViolation(
                 f"generate function {path}: returned sample {i} is still PENDING; set COMPLETED / TRUNCATED / ABORTED / FAILED"
             )
+        _check_prompt_prefix(path, i, generated, sent)
+        _check_status(path, i, generated, engine)
         turns = model_turns(generated)
         if max(turns, default=0) > params["max_tokens"]:
             raise ContractViolation(
@@ -84,6 +150,23 @@ def test_generate_returns_generated_samples(tmp_path):
                 f"over sampling_params['max_tokens']={params['max_tokens']}"
             )
         check_observations_masked(generated, f"generate function {path}: returned sample {i}")
+
+
+@pytest.mark.skipif(
+    not is_overridden(FLAG) or bool(os.environ.get("VIME_CONTRACT_ENGINE_URL")),
+    reason="needs a plugin and the engine mock (a real engine cannot be told to abort every request)",
+)
+def test_generate_reports_an_engine_that_aborts(tmp_path):
+    """When the engine aborts every request, no returned sample claims COMPLETED or TRUNCATED."""
+    with ContractEngine(finish_reasons=["abort"] * 10_000) as engine:
+        path, _args, _params, samples = _run_plugin(tmp_path, engine)
+    _check_reached_engine(path, engine)
+    for i, generated in enumerate(samples):
+        if generated.status not in (Sample.Status.ABORTED, Sample.Status.FAILED):
+            raise ContractViolation(
+                f"generate function {path}: the engine aborted all {engine.calls} request(s) but returned "
+                f"sample {i} is {generated.status.name}; read the finish reason and set ABORTED"
+            )
 
 
 def model_turns(sample: Sample) -> list[int]:
@@ -150,68 +233,6 @@ def test_finished_samples_are_not_generated_again(tmp_path):
     assert "generated_by" not in result.metadata and result.response == "\\boxed{2}"
 
 
-class StubEngine:
-    """A MOCK of vLLM's ``POST /inference/v1/generate`` (token in, token out), in a thread.
-
-    A contract runs with no engine (CPU, seconds); this stands in for one so that vime's default
-    generate hook, and a plugin's calls, are checked on the shape of vLLM's answer. The real engine
-    is exercised by the rollout integration tests. ``finish_reasons`` are answered in order, then
-    "stop". ``POST /v1/completions`` (a text prompt, through vime.compat) answers likewise.
-    """
-
-    def __init__(self, finish_reasons: list[str]):
-        self.finish_reasons = list(finish_reasons)
-        self.requests: list[dict] = []
-
-    async def _generate(self, request):
-        from aiohttp import web
-
-        body = await request.json()
-        self.requests.append(body)
-        reason = self.finish_reasons.pop(0) if self.finish_reasons else "stop"
-        params = body.get("sampling_params", body)
-        count = 0 if reason == "abort" else min(3, int(params["max_tokens"]))
-        tokens = [40 + i for i in range(count)]
-        log_probs = [-0.5 - i for i in range(count)]
-        choice = {"token_ids": tokens, "finish_reason": reason, "text": "".join(chr(t) for t in tokens)}
-        if "prompt" in body:  # /v1/completions
-            choice["logprobs"] = {"token_logprobs": log_probs} if body.get("logprobs") is not None else None
-        else:
-            choice["logprobs"] = {"content": [{"logprob": x} for x in log_probs]}
-            choice["weight_versions"] = [{"version": "7", "start": 0, "end": count}]
-        return web.json_response(
-            {"choices": [choice], "usage": {"prompt_tokens": 1, "completion_tokens": count}}
-        )
-
-    def __enter__(self):
-        import asyncio
-        import socket
-        import threading
-
-        from aiohttp import web
-
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.loop = asyncio.new_event_loop()
-        app = web.Application()
-        app.router.add_post("/inference/v1/generate", self._generate)
-        app.router.add_post("/v1/completions", self._generate)
-        self.runner = web.AppRunner(app)
-        self.loop.run_until_complete(self.runner.setup())
-        self.loop.run_until_complete(web.TCPSite(self.runner, "127.0.0.1", self.port).start())
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        import asyncio
-
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(timeout=10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
-
-
 @pytest.mark.skipif(is_overridden(FLAG), reason="checks vime's default generate hook")
 def test_default_generate_against_a_stub_engine_mock(tmp_path):
     """vime's generate: prompt ids + response ids, aligned log probs, weight versions, and the
@@ -220,16 +241,15 @@ def test_default_generate_against_a_stub_engine_mock(tmp_path):
     from vime.rollout.vllm_rollout import GenerateState
     from vime.utils.http_utils import run
 
-    with StubEngine(["stop", "length", "abort"]) as engine:
-        args = rollout_args(tmp_path, vllm_router_ip="127.0.0.1", vllm_router_port=engine.port)
+    with ContractEngine(finish_reasons=["stop", "length", "abort"]) as engine:
+        args = rollout_args(tmp_path, **engine.settings)
         args.custom_generate_function_path = None
         params = _sampling_params(args)
         results = [run(generate(args, make_sample(i), dict(params))) for i in range(3)]
     prompt_ids = prompt_token_ids(make_sample(0), GenerateState(args).tokenizer)
-    assert (
-        engine.requests[0]["token_ids"] == prompt_ids
-        and engine.requests[0]["sampling_params"]["max_tokens"] == 64
-    )
+    first = engine.requests[0][1]
+    assert first["token_ids"] == prompt_ids and first["sampling_params"]["max_tokens"] == 64
+    assert engine.calls == 3 and engine.answers == ["stop", "length", "abort"]
     done, cut, aborted = results
     assert done.tokens == prompt_ids + [40, 41, 42] and done.response_length == 3
     assert done.rollout_log_probs == [-0.5, -1.5, -2.5] and done.weight_versions == ["7"]

@@ -1,7 +1,6 @@
 """RL algorithms shared by every training backend: advantages, losses, KL, aggregation."""
 
 from vime.algorithms.advantages import (
-    ESTIMATORS,
     gae_advantages,
     group_normalized_rewards,
     grpo_advantages,
@@ -10,6 +9,7 @@ from vime.algorithms.advantages import (
     token_rewards,
 )
 from vime.algorithms.aggregation import AGG_MODES, aggregate, global_denominator, masked_mean
+from vime.algorithms.estimators import ESTIMATOR_TABLE, ESTIMATORS, Estimator, estimator
 from vime.algorithms.kl import (
     KL_ESTIMATORS,
     AdaptiveKLController,
@@ -30,8 +30,10 @@ from vime.algorithms.policy_loss import (
 __all__ = [
     "AGG_MODES",
     "ESTIMATORS",
+    "ESTIMATOR_TABLE",
     "KL_ESTIMATORS",
     "AdaptiveKLController",
+    "Estimator",
     "FixedKLController",
     "LossConfig",
     "actor_loss",
@@ -39,6 +41,7 @@ __all__ = [
     "approx_kl",
     "cispo_loss",
     "entropy_from_logits",
+    "estimator",
     "gae_advantages",
     "global_denominator",
     "group_normalized_rewards",

@@ -10,8 +10,6 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-ESTIMATORS = ("grpo", "gspo", "cispo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "ppo")
-
 
 def group_normalized_rewards(
     rewards: torch.Tensor, group_size: int, normalize_std: bool = True, eps: float = 1e-6

@@ -1,4 +1,4 @@
-"""Per-token policy-gradient losses: PPO clip (with dual clip), GSPO, CISPO; entropy; TIS.
+"""Per-token policy-gradient losses: PPO clip (with dual clip), GSPO, CISPO; entropy; TIS and MIS.
 
 All take padded ``[batch, tokens]`` tensors; aggregation over tokens is left to
 :mod:`vime.algorithms.aggregation` so the result does not depend on the DP split.
@@ -118,6 +118,27 @@ def truncated_importance_weights(
     weights = raw.clamp(clip_low, clip)
     mismatch_kl = torch.expm1(log_ratio) - log_ratio
     return TISOutput(weights, (weights != raw).float(), mismatch_kl, raw)
+
+
+def masked_importance_weights(
+    train_log_probs: torch.Tensor, rollout_log_probs: torch.Tensor, clip: float = 2.0, clip_low: float = 0.0
+) -> TISOutput:
+    """Masked importance sampling (MIS): ``w = r`` where ``clip_low <= r <= clip``, else 0.
+
+    ``r = pi_old / pi_rollout`` as in :func:`truncated_importance_weights`; a token whose ratio
+    leaves the band leaves the loss's numerator instead of being clipped into it
+    (``clipfrac`` counts the masked tokens).
+    """
+    log_ratio = (train_log_probs - rollout_log_probs).detach().float()
+    raw = torch.exp(log_ratio)
+    inside = (raw >= clip_low) & (raw <= clip)
+    weights = torch.where(inside, raw, torch.zeros_like(raw))
+    mismatch_kl = torch.expm1(log_ratio) - log_ratio
+    return TISOutput(weights, (~inside).float(), mismatch_kl, raw)
+
+
+IMPORTANCE_WEIGHTS = {"truncate": truncated_importance_weights, "mask": masked_importance_weights}
+TIS_MODES = tuple(IMPORTANCE_WEIGHTS)
 
 
 def value_loss(

@@ -19,10 +19,26 @@ from vime.backends.train_data import TrainBatch
 class TrainBackend(ABC):
     """One data-parallel rank of a trainer. ``rank``/``world_size`` are its place in the DP group."""
 
+    # this rank's shard of the last train() with what it computed (--save-debug-train-data reads it)
+    last_train_batch: TrainBatch | None = None
+
     def __init__(self, args: Namespace, rank: int, world_size: int) -> None:
         self.args = args
         self.rank = rank
         self.world_size = world_size
+
+    @property
+    def data_parallel_rank(self) -> int:
+        """Which data shard this rank trains (ranks of one model-parallel group share it)."""
+        return self.rank
+
+    @property
+    def data_parallel_size(self) -> int:
+        """How many data shards a rollout is split into (the rollout manager sends one to each)."""
+        return self.world_size
+
+    def note_weights_pushed(self, version: str) -> None:  # noqa: B027 - most backends keep nothing
+        """The engines now serve this rank's current weights as ``version`` (``--keep-old-actor``)."""
 
     @abstractmethod
     def init(self) -> int:
@@ -55,8 +71,11 @@ class TrainBackend(ABC):
     def load(self) -> int | None:
         """Load the newest checkpoint under ``--load``; return its rollout id (None: nothing loaded)."""
 
-    def offload(self) -> None:  # noqa: B027 - a no-op is right for backends without an accelerator
-        """Free accelerator memory while the engines generate (colocated runs)."""
+    def offload(self) -> dict[str, float]:
+        """Free accelerator memory while the engines generate (colocated runs); returns metrics of
+        what it took (``offload/...``). Nothing to do for backends without an accelerator."""
+        return {}
 
-    def onload(self) -> None:  # noqa: B027
-        """Undo :meth:`offload` before training."""
+    def onload(self) -> dict[str, float]:
+        """Undo :meth:`offload` before training; returns metrics (``offload/onload_s``)."""
+        return {}

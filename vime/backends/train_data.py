@@ -9,9 +9,12 @@ convert-samples-to-train-data hook): ``tokens`` (prompt + response ids), ``respo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from vime.backends.micro_batches import RankShare
 
 REQUIRED_KEYS = ("tokens", "response_lengths", "rewards")
 
@@ -27,6 +30,9 @@ class TrainBatch:
     rollout_log_probs: list[list[float]] | None = None
     extras: dict[str, list[Any]] = field(default_factory=dict)
     computed: dict[str, list[torch.Tensor]] = field(default_factory=dict)
+    # set when the rollout manager already split the rollout: these samples are one rank's share,
+    # in its order, with that rank's micro-batches (vime.backends.micro_batches.rank_shares)
+    share: RankShare | None = None
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -66,6 +72,29 @@ class TrainBatch:
             extras=extras,
         )
 
+    def debug_records(self) -> list[dict[str, Any]]:
+        """One dict per sample of what the trainer used (``--save-debug-train-data``): its inputs, the
+        rollout's per-sample extras and every per-token tensor computed (``old_log_probs`` under slime's
+        name ``log_probs``)."""
+        renamed = {"old_log_probs": "log_probs"}
+        indices = self.extras.get("sample_indices")
+        records = []
+        for i in range(len(self)):
+            record: dict[str, Any] = {
+                "sample_index": indices[i] if indices is not None else None,
+                "tokens": self.tokens[i],
+                "response_length": self.response_lengths[i],
+                "reward": self.rewards[i],
+                "loss_mask": self.loss_masks[i],
+            }
+            record |= {key: values[i] for key, values in self.extras.items() if key != "sample_indices"}
+            if self.rollout_log_probs is not None:
+                record["rollout_log_probs"] = torch.tensor(self.rollout_log_probs[i])
+            for key, values in self.computed.items():
+                record[renamed.get(key, key)] = values[i].detach().cpu()
+            records.append(record)
+        return records
+
     def select(self, indices: list[int]) -> TrainBatch:
         """The samples at ``indices`` (computed tensors included), in that order."""
         pick = lambda values: [values[i] for i in indices]  # noqa: E731
@@ -78,22 +107,6 @@ class TrainBatch:
             extras={k: pick(v) for k, v in self.extras.items()},
             computed={k: pick(v) for k, v in self.computed.items()},
         )
-
-
-def shard_indices(num_samples: int, rank: int, world_size: int) -> list[int]:
-    """Contiguous, equal shards (the global batch size is validated to be a multiple of the ranks)."""
-    per_rank, extra = divmod(num_samples, world_size)
-    start = rank * per_rank + min(rank, extra)
-    return list(range(start, start + per_rank + (1 if rank < extra else 0)))
-
-
-def step_indices(num_samples: int, global_batch_size: int, world_size: int, rank: int) -> list[list[int]]:
-    """For each optimizer step, the indices of this rank's shard of that step's global batch."""
-    steps = []
-    for start in range(0, num_samples, global_batch_size):
-        size = min(global_batch_size, num_samples - start)
-        steps.append([start + i for i in shard_indices(size, rank, world_size)])
-    return steps
 
 
 def pad_2d(
@@ -139,6 +152,33 @@ def apply_rollout_data_postprocess(path: str, args, rollout_id: int, batch: Trai
         raise ValueError(f"{path} changed the number of rewards from {len(batch)} to {len(data['rewards'])}")
     batch.loss_masks = [list(map(int, m)) for m in data["loss_masks"]]
     batch.rewards = [float(r) for r in data["rewards"]]
+
+
+def old_log_probs_source(args, optimizer_steps: int, has_rollout_log_probs: bool) -> str:
+    """Where the ratio's "old" log-probs come from, as slime's Megatron actor decides it:
+
+    ``rollout``: the engine's (``--use-rollout-logprobs`` and the batch carries them); ``in_loss``:
+    the training forward's own, detached. That is slime's ``can_reuse_log_probs_in_loss``: with one
+    optimizer step per rollout the weights of that forward are the weights a separate pass would
+    use, so the pass is skipped (plain policy loss, no reward KL, no critic, no old actor, no OPD,
+    not GSPO). vime also keeps the pass when a rollout-data hook or the train-data dump reads the
+    log-probs before training. ``recompute``: a forward pass over the batch before training.
+    """
+    if args.use_rollout_logprobs and has_rollout_log_probs:
+        return "rollout"
+    reusable = (
+        optimizer_steps == 1
+        and args.loss_type == "policy_loss"
+        and not args.kl_coef
+        and not args.use_rollout_logprobs
+        and not args.use_critic
+        and not args.keep_old_actor
+        and not args.use_opd
+        and args.advantage_estimator != "gspo"
+        and not args.rollout_data_postprocess_path
+        and not args.save_debug_train_data
+    )
+    return "in_loss" if reusable else "recompute"
 
 
 def set_old_log_probs(batch: TrainBatch, recomputed: list[torch.Tensor], use_rollout_logprobs: bool) -> None:

@@ -93,8 +93,16 @@ def vllm_sampling_params(params: dict[str, Any] | None, return_logprob: bool) ->
     return out
 
 
+def _requests_nothing(key: str, value: Any, payload: dict[str, Any]) -> bool:
+    """A key that asks for no feature: no images, routed experts not wanted (clients send these)."""
+    if key == "routed_experts_start_len":
+        return not payload.get("return_routed_experts")
+    return value is None or value is False or value == [] or value == {}
+
+
 def to_vllm_request(payload: dict[str, Any]) -> tuple[str, dict[str, Any], bool]:
     """(vLLM route, body, return_logprob) for an SGLang ``/generate`` body."""
+    payload = {k: v for k, v in payload.items() if k in _KNOWN_KEYS or not _requests_nothing(k, v, payload)}
     unknown = sorted(set(payload) - _KNOWN_KEYS - _IGNORED_KEYS)
     if unknown:
         raise SGLangRequestError(

@@ -30,6 +30,7 @@ ControlMethod = Literal[
     "abort",
     "reset_prefix_cache",
     "update_weights_from_disk",
+    "update_lora_adapter",
     "sleep",
     "wake_up",
     "get_weight_version",

@@ -4,6 +4,7 @@ API (``RolloutManager`` is the Ray actor class; ``LocalRolloutManager`` the same
 
     manager = RolloutManager.options(num_cpus=0).remote(args, pg)   # starts router + engines, waits
     data = ray.get(manager.generate.remote(rollout_id))     # train data dict (convert_samples_to_train_data)
+    shards = ray.get(manager.generate_for_training.remote(rollout_id, dp_size))  # summary + a ref per DP rank
     out = ray.get(manager.generate_samples.remote(rollout_id))  # RolloutFnTrainOutput (groups of Samples)
     metrics = ray.get(manager.eval.remote(rollout_id))       # {"eval/<name>": mean reward, ...}
     seconds = ray.get(manager.update_weights_from_disk.remote(path, version))  # pause→reload→reset→resume
@@ -39,10 +40,12 @@ from typing import Any
 import ray
 
 from vime.backends.vllm_utils.arguments import router_cli_args, vllm_server_cli_args
+from vime.backends.vllm_utils.sink_choice import WeightSyncConfig
 from vime.ray.engine_group import EngineGroup
 from vime.ray.health_monitor import HealthMonitor, engine_problem
 from vime.ray.router_process import RouterClient, RouterProcess
-from vime.utils.args.defaults import flag_value
+from vime.rollout.sample_hooks import set_current_rollout_id
+from vime.utils.args.weight_sync import engine_flags_for
 from vime.utils.http_utils import allocate_ports, get_host_ip
 from vime.utils.misc import load_function
 from vime.utils.types import RolloutFnEvalOutput, RolloutFnTrainOutput, Sample, call_rollout_fn
@@ -89,6 +92,7 @@ class LocalRolloutManager:
 
     def __init__(self, args: Namespace, pg: Any = None):
         self.args = args
+        self.weight_sync = WeightSyncConfig.from_args(args)
         self.pg = pg
         self.on_cpu = _on_cpu()
         self.log_dir = args.vllm_log_dir or tempfile.mkdtemp(prefix="vime_vllm_logs_")
@@ -102,13 +106,14 @@ class LocalRolloutManager:
         self._source_state_before: tuple[int, Any] | None = None  # (step, data-source state when it began)
         started = time.monotonic()
         try:
-            self._start_router()
-            self._start_engines()
+            if not args.debug_train_only:  # --debug-train-only: data through the rollout function, no engine
+                self._start_router()
+                self._start_engines()
         except Exception:
             self.dispose()
             raise
         self.start_seconds = time.monotonic() - started
-        if args.use_fault_tolerance and self.engines.actors:
+        if args.use_fault_tolerance and self.engines is not None and self.engines.actors:
             self.monitor = HealthMonitor(
                 self.engines,
                 self.router,
@@ -162,14 +167,14 @@ class LocalRolloutManager:
     def _server_args(self) -> list[str]:
         """The user's ``--vllm-*`` flags plus those ``--weight-sync`` / ``--offload-rollout`` need."""
         from vime.backends.vllm_utils.arguments import server_has_flag
-        from vime.utils.args.weight_sync import engine_flags_for
 
         tokens = vllm_server_cli_args(self.args, on_cpu=self.on_cpu)
         extra = engine_flags_for(
-            flag_value(self.args, "weight_sync"),
-            bool(flag_value(self.args, "offload_rollout")),
-            gpus=not self.on_cpu,
+            self.weight_sync.mode, self.weight_sync.offload_rollout, gpus=not self.on_cpu
         )
+        from vime.utils.lora_settings import LoraSettings, engine_lora_flags
+
+        extra += engine_lora_flags(LoraSettings.from_args(self.args))  # serve base + adapter
         for group in extra:
             if group[0] not in tokens:  # a flag the user gave wins
                 tokens += group
@@ -185,7 +190,7 @@ class LocalRolloutManager:
 
         layout = placement_layout(self.args)
         env = {}
-        if getattr(self.args, "weight_sync", None) == "ipc":
+        if self.weight_sync.mode == "ipc":
             env["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # vLLM's ipc backend unpickles the handles
         return {
             "placement_group": self.pg,
@@ -200,6 +205,14 @@ class LocalRolloutManager:
         self.weight_version = str(version)
         if self.monitor is not None:
             self.monitor.note_trainer_weights(version)
+        self._version_pushed(version)
+
+    def _version_pushed(self, version: str | None) -> None:
+        """--fully-async: the producer measures staleness against the version the engines now serve."""
+        if self.weight_sync.fully_async and version is not None:
+            from vime.rollout.async_rollout import note_weight_version
+
+            note_weight_version(version)
 
     # ----- data ----------------------------------------------------------------------------------
     def _data_source(self):
@@ -210,6 +223,14 @@ class LocalRolloutManager:
         return self.data_source
 
     def _require_engines(self) -> None:
+        if self.args.debug_train_only:
+            if (self.args.rollout_function_path or DEFAULT_ROLLOUT_FUNCTION) == DEFAULT_ROLLOUT_FUNCTION:
+                raise RuntimeError(
+                    "--debug-train-only starts no engine, but the default rollout function generates: give "
+                    "--rollout-function-path vime.rollout.sft_rollout.generate_rollout (SFT data) or "
+                    "--load-debug-rollout-data"
+                )
+            return
         if self.engines is None or len(self.engines) == 0:
             raise RuntimeError(
                 "no rollout engines: --rollout-num-engines is 0 and no --rollout-external-engine-addrs; "
@@ -220,6 +241,7 @@ class LocalRolloutManager:
         """Run the rollout function for one step and return its groups of Samples."""
         self._require_engines()
         self._note_source_state(rollout_id)
+        set_current_rollout_id(rollout_id)
         fn = load_function(self.args.rollout_function_path or DEFAULT_ROLLOUT_FUNCTION)
         return self._watched(
             lambda: call_rollout_fn(fn, self.args, rollout_id, self._data_source(), evaluation=False),
@@ -251,6 +273,14 @@ class LocalRolloutManager:
         convert = load_function(path) if path else convert_samples_to_train_data
         return convert(self.args, samples)
 
+    def generate_for_training(self, rollout_id: int, dp_size: int, keep_whole: bool = False):
+        """:meth:`generate`, split here into one object reference per data-parallel rank (the samples
+        never pass through the driver); returns a ``vime.ray.rollout_data.RolloutShards`` with the
+        step's summary, and the whole dict as a reference too when ``keep_whole`` (the driver saves it)."""
+        from vime.ray.rollout_data import shards_for_training
+
+        return shards_for_training(self.generate(rollout_id), self.args, dp_size, keep_whole)
+
     def pop_metrics(self, rollout_id: int) -> dict[str, float]:
         """The rollout metrics of step ``rollout_id`` (retries, filter drops, truncation, speed, ...)."""
         return self._rollout_metrics.pop(rollout_id, {})
@@ -268,7 +298,7 @@ class LocalRolloutManager:
         (With ``--use-fault-tolerance`` the health monitor restarts the engine and the rollout's
         retry loop re-sends what it lost, so nothing is watched here.)
         """
-        if self.monitor is not None or not self.engines.actors:
+        if self.monitor is not None or self.engines is None or not self.engines.actors:
             return fn()
         interval = float(self.args.rollout_health_check_interval)
         pool = ThreadPoolExecutor(1, thread_name_prefix="vime-rollout")
@@ -315,6 +345,7 @@ class LocalRolloutManager:
 
     def eval_output(self, rollout_id: int) -> RolloutFnEvalOutput:
         self._require_engines()
+        set_current_rollout_id(rollout_id)
         path = self.args.eval_function_path or self.args.rollout_function_path
         fn = load_function(path or DEFAULT_ROLLOUT_FUNCTION)
         return self._watched(
@@ -377,6 +408,25 @@ class LocalRolloutManager:
         elif self.engines is not None and len(self.engines):
             self._control("update_weights_from_disk", path, version, pause_mode)
         self.weights_path, self.weight_version = path, version
+        self._version_pushed(version)
+        return time.monotonic() - started
+
+    def update_lora_adapter(self, path: str, version: str | None = None, pause_mode: str = "wait") -> float:
+        """Every engine serves base + the LoRA adapter in ``path`` (a PEFT directory) from now on."""
+        from vime.utils.args.lora import ADAPTER_NAME
+
+        started = time.monotonic()
+        if not (Path(path) / "adapter_config.json").is_file():
+            raise ValueError(
+                f"adapter path {path!r} has no adapter_config.json: save the adapter there first"
+            )
+        if self.monitor is not None:
+            with self.monitor.exclusive():
+                self._control("update_lora_adapter", ADAPTER_NAME, path, version, pause_mode)
+        elif self.engines is not None and len(self.engines):
+            self._control("update_lora_adapter", ADAPTER_NAME, path, version, pause_mode)
+        self.weight_version = version
+        self._version_pushed(version)
         return time.monotonic() - started
 
     def pause(self, mode: str = "wait") -> None:
@@ -393,14 +443,18 @@ class LocalRolloutManager:
 
     def offload(self) -> list[bool]:
         """Release engine memory while training runs (GPU); on the CPU each engine logs that it cannot."""
-        return self.engines.call("sleep", int(flag_value(self.args, "rollout_sleep_level")))
+        if self.engines is None:
+            return []
+        return self.engines.call("sleep", self.weight_sync.sleep_level)
 
     def onload(self, tags: list[str] | None = None) -> list[bool]:
+        if self.engines is None:
+            return []
         return self.engines.call("wake_up", tags)
 
     def health(self) -> dict[str, Any]:
         return {
-            "router": self.router.url,
+            "router": self.router.url if self.engines is not None else None,
             "engines": self.engines.urls if self.engines else [],
             "healthy": self.engines.call("health") if self.engines else [],
             "recoveries": [vars(r) for r in self.monitor.recoveries] if self.monitor else [],
@@ -428,6 +482,10 @@ class LocalRolloutManager:
         ``fast`` (Ctrl-C): SIGKILL the engine servers first instead of waiting out their graceful
         shutdown; an engine holds nothing that must be saved.
         """
+        if self.weight_sync.fully_async:
+            from vime.rollout.async_rollout import stop_worker
+
+            stop_worker()  # before the engines go: its requests are cancelled, not failed
         if self.monitor is not None:
             self.monitor.stop()
             self.monitor = None

@@ -23,8 +23,9 @@ from typing import Any
 
 import ray
 
+from vime.backends.vllm_utils.sink_choice import WeightPushOptions, WeightSyncConfig
 from vime.ray.placement_group import PlacementSlice
-from vime.utils.args.defaults import flag_value
+from vime.utils.lora_settings import LoraSettings
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ class TrainRayActor:
         self.rank = rank
         self.world_size = world_size
         self.backend = None
+        self.engine_sinks = None  # engine clients and NCCL group, made at the first GPU weight push
 
     def master_address(self) -> tuple[str, int]:
         with socket.socket() as s:
@@ -70,10 +72,18 @@ class TrainRayActor:
         self.backend = make_backend(self.args, self.rank, self.world_size)
         return self.backend.init()
 
-    def train(self, rollout_id: int, rollout_data: dict[str, list]) -> dict[str, float]:
+    def data_parallel(self) -> tuple[int, int]:
+        """This rank's data shard and the number of shards (model-parallel ranks of one shard share it)."""
+        return self.backend.data_parallel_rank, self.backend.data_parallel_size
+
+    def train(self, rollout_id: int, rollout_data) -> dict[str, float]:
+        """Train on this rank's share (a ``TrainBatch`` split by the rollout manager) or on the whole
+        rollout dict (the backend then picks its share)."""
         from vime.backends.train_data import TrainBatch
 
-        return self.backend.train(rollout_id, TrainBatch.from_rollout_data(rollout_data))
+        if not isinstance(rollout_data, TrainBatch):
+            rollout_data = TrainBatch.from_rollout_data(rollout_data)
+        return self.backend.train(rollout_id, rollout_data)
 
     def compute_logprobs(self, rollout_data: dict[str, list]) -> list[list[float]]:
         from vime.backends.train_data import TrainBatch
@@ -84,87 +94,52 @@ class TrainRayActor:
         path = self.backend.export_weights(Path(dest))
         return str(path) if path is not None else None
 
-    def send_weights_to_engines(
-        self, mode: str, urls: list[str], version: str, options: dict[str, Any]
-    ) -> dict[str, float]:
-        """``ipc`` / ``nccl``: every rank calls this (gathers are collective); ranks given ``urls`` drive
-        the engines: pause, send the buckets, reset prefix caches, tag the version, resume."""
-        from vime.backends.vllm_utils.ipc_views import VimeIpcSink
-        from vime.backends.vllm_utils.weight_transfer import (
-            IpcBucketSink,
-            has_weight_transfer_api,
-            push_weights,
-        )
+    def export_adapter(self, dest: str) -> str | None:
+        """The LoRA adapter alone, as a PEFT directory (rank 0 returns its path)."""
+        path = self.backend.export_adapter(Path(dest))
+        return str(path) if path is not None else None
 
-        bucket_bytes = int(options.get("bucket_bytes") or 512 << 20)
+    def note_weights_pushed(self, version: str) -> None:
+        self.backend.note_weights_pushed(version)
+
+    def debug_train_records(self) -> tuple[int, list[dict[str, Any]]]:
+        """This rank's data-parallel index and what its last train() used, one dict per sample."""
+        batch = self.backend.last_train_batch
+        return self.backend.data_parallel_rank, batch.debug_records() if batch is not None else []
+
+    def send_weights_to_engines(self, urls: list[str], version: str, options) -> dict[str, float]:
+        """``ipc`` / ``nccl``: every rank calls this (gathers are collective); ranks given ``urls`` drive
+        the engines: pause, send the buckets, reset prefix caches, tag the version, resume. Which sink
+        ``options`` (a ``WeightPushOptions``) names is decided in ``vllm_utils.sink_choice``."""
+        from vime.backends.vllm_utils.sink_choice import EngineSinks, NullSink
+        from vime.backends.vllm_utils.weight_transfer import push_weights
+
         if not urls:
-            self.backend.send_weights(_NullSink(), bucket_bytes)
+            self.backend.send_weights(NullSink(), options.bucket_bytes)
             return {}
-        clients = self._clients(urls)
-        if mode == "ipc":
-            api = options.get("api") or "auto"
-            if api == "auto" and all(c.has_vime_routes() for c in clients):
-                api = "vime"
-            elif api == "auto":
-                api = "weight-transfer" if has_weight_transfer_api(clients[0].routes()) else "collective-rpc"
-                if api == "weight-transfer" and not options.get("engines_have_ipc_backend", True):
-                    api = "collective-rpc"
-            # vime's route: storages not kept open, a colocated trainer offloads (frees) them between updates
-            sink = VimeIpcSink(clients, keep=False) if api == "vime" else IpcBucketSink(clients, api)
-        elif mode == "nccl":
-            sink = self._nccl_sink(clients, options)
-        else:
-            raise ValueError(f"send_weights_to_engines does not do --weight-sync {mode}")
+        if self.engine_sinks is None:
+            self.engine_sinks = EngineSinks()
+        clients = self.engine_sinks.clients(urls)
+        sink = self.engine_sinks.choose(options, clients, self.master_address)
         sent = {"bytes": 0}
 
         def send() -> None:
-            sent["bytes"] = self.backend.send_weights(sink, bucket_bytes)
+            sent["bytes"] = self.backend.send_weights(sink, options.bucket_bytes)
 
-        seconds = push_weights(clients, send, version, options.get("pause_mode", "wait"), sink=sink)
+        seconds = push_weights(clients, send, version, options.pause_mode, sink=sink)
         return {f"weight_sync/{k}_s": v for k, v in seconds.items()} | {
             "weight_sync/bytes": float(sent["bytes"]),
             "weight_sync/buckets": float(getattr(sink, "buckets", 0)),
         }
 
-    def _clients(self, urls: list[str]):
-        from vime.backends.vllm_utils.engine_client import EngineClient
-
-        cached = getattr(self, "_engine_clients", {})
-        self._engine_clients = {u: cached.get(u) or EngineClient(u) for u in urls}
-        return [self._engine_clients[u] for u in urls]
-
-    def _nccl_sink(self, clients, options: dict[str, Any]):
-        """One NCCL group per set of engines, made at the first update and kept."""
-        from vime.backends.vllm_utils.weight_transfer import NcclBucketSink, nccl_trainer_group
-
-        key = tuple(c.url for c in clients)
-        if getattr(self, "_nccl_key", None) != key:
-            addr, port = self.master_address()
-            group = nccl_trainer_group(clients, addr, port, int(options.get("engine_world_size") or 1))
-            self._nccl_key, self._nccl = key, NcclBucketSink(clients, group)
-        return self._nccl
-
     def save(self, rollout_id: int) -> None:
         self.backend.save(rollout_id)
 
-    def offload(self) -> None:
-        self.backend.offload()
+    def offload(self) -> dict[str, float]:
+        return self.backend.offload() or {}
 
-    def onload(self) -> None:
-        self.backend.onload()
-
-
-class _NullSink:
-    """The sink of ranks that take part in the gathers but send nothing."""
-
-    def begin(self, plan) -> None:
-        pass
-
-    def send(self, metas, flat) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
+    def onload(self) -> dict[str, float]:
+        return self.backend.onload() or {}
 
 
 class TrainGroup:
@@ -172,6 +147,7 @@ class TrainGroup:
 
     def __init__(self, args: Namespace, placement: PlacementSlice) -> None:
         self.args = args
+        self.weight_sync = WeightSyncConfig.from_args(args)
         world_size = args.actor_num_nodes * args.actor_num_gpus_per_node
         self.actors = []
         for rank in range(world_size):
@@ -190,15 +166,36 @@ class TrainGroup:
             self.actors.append(TrainRayActor.options(**options).remote(args, rank, world_size))
         self.weights_root = Path(args.update_weight_disk_dir or tempfile.mkdtemp(prefix="vime-weights-"))
         self.weight_version = 0
+        self.dp_ranks: list[int] = []  # each actor's data-parallel rank, and their number (after init)
+        self.dp_size = 0
+        self.offload_metrics: dict[str, float] = {}  # rank 0's latest offload / onload figures
 
     def init(self) -> int:
         """Build every rank's model; returns the rollout id to start from (from ``--load``)."""
         addr, port = ray.get(self.actors[0].master_address.remote())
         starts = ray.get([actor.init.remote(addr, port) for actor in self.actors])
+        places = ray.get([actor.data_parallel.remote() for actor in self.actors])
+        self.dp_ranks = [dp_rank for dp_rank, _ in places]
+        self.dp_size = places[0][1]
         return starts[0]
 
     def async_train(self, rollout_id: int, rollout_data) -> list[ray.ObjectRef]:
-        return [actor.train.remote(rollout_id, rollout_data) for actor in self.actors]
+        """Each rank trains on its own share: ``rollout_data`` is the manager's
+        :class:`~vime.ray.rollout_data.RolloutShards` (one reference per data-parallel rank), or a
+        whole dict (``--load-debug-rollout-data``, tests) that is split here the same way."""
+        from vime.ray.rollout_data import RolloutShards, shards_for_training
+
+        if not isinstance(rollout_data, RolloutShards):
+            rollout_data = shards_for_training(rollout_data, self.args, self.dp_size)
+        if len(rollout_data.refs) != self.dp_size:
+            raise ValueError(
+                f"the rollout was split for {len(rollout_data.refs)} data-parallel ranks, the trainer has "
+                f"{self.dp_size}: split it with TrainGroup.dp_size"
+            )
+        return [
+            actor.train.remote(rollout_id, rollout_data.refs[dp_rank])
+            for actor, dp_rank in zip(self.actors, self.dp_ranks, strict=True)
+        ]
 
     def train(self, rollout_id: int, rollout_data) -> dict[str, float]:
         return ray.get(self.async_train(rollout_id, rollout_data))[0]
@@ -209,7 +206,7 @@ class TrainGroup:
 
     def save(self, rollout_id: int) -> None:
         ray.get([actor.save.remote(rollout_id) for actor in self.actors])
-        if getattr(self.args, "save_hf", None):
+        if self.args.save_hf:
             self.save_hf(rollout_id)
 
     def save_hf(self, rollout_id: int) -> Path:
@@ -227,31 +224,75 @@ class TrainGroup:
         logger.info("saved step %d as a Hugging Face model: %s", rollout_id, final)
         return final
 
+    def save_debug_train_data(self, template: str, rollout_id: int) -> Path:
+        """``--save-debug-train-data``: what every data-parallel shard trained on in one file."""
+        from vime.rollout.debug_data import save_train_data
+
+        shards: dict[int, list[dict[str, Any]]] = {}
+        for dp_rank, records in ray.get([actor.debug_train_records.remote() for actor in self.actors]):
+            shards.setdefault(dp_rank, records)  # model-parallel ranks of one shard hold the same samples
+        path = save_train_data(template, rollout_id, [shards[r] for r in sorted(shards)])
+        logger.info("step %d train data written to %s", rollout_id, path)
+        return path
+
     def offload(self) -> None:
-        ray.get([actor.offload.remote() for actor in self.actors])
+        """Every rank frees its GPU; rank 0's figures (bytes, host region, seconds) go to ``offload_metrics``."""
+        self.offload_metrics |= ray.get([actor.offload.remote() for actor in self.actors])[0]
 
     def onload(self) -> None:
-        ray.get([actor.onload.remote() for actor in self.actors])
+        self.offload_metrics |= ray.get([actor.onload.remote() for actor in self.actors])[0]
 
-    def update_weights(self, rollout_manager, version: int | None = None) -> float:
-        """Push the weights to every engine the way ``--weight-sync`` says; returns seconds taken."""
+    def update_weights(self, rollout_manager, version: int | None = None, pause_mode: str = "wait") -> float:
+        """Push the weights to every engine the way ``--weight-sync`` says; returns seconds taken.
+
+        ``pause_mode``: what the engines do with requests in flight (``wait`` for them, or ``keep``
+        them frozen across the reload: ``--fully-async``).
+        """
         start = time.perf_counter()
         self.weight_version = self.weight_version + 1 if version is None else version
-        mode = flag_value(self.args, "weight_sync")
-        if mode in ("ipc", "nccl") and rollout_manager is not None:
-            self.last_sync = self._update_weights_gpu(mode, rollout_manager)
+        if rollout_manager is not None and LoraSettings.from_args(self.args).sends_adapter:
+            self.last_sync = self._update_lora_adapter(rollout_manager, pause_mode)
+            self._note_pushed()
+            return time.perf_counter() - start
+        if self.weight_sync.pushes_to_engines and rollout_manager is not None:
+            self.last_sync = self._update_weights_gpu(self.weight_sync.mode, rollout_manager, pause_mode)
+            self._note_pushed()
             return time.perf_counter() - start
         dest = self.weights_root / f"v{self.weight_version:06d}"
         paths = ray.get([actor.export_weights.remote(str(dest)) for actor in self.actors])
         path = next(p for p in paths if p is not None)
         if rollout_manager is not None:
-            ray.get(rollout_manager.update_weights_from_disk.remote(path, str(self.weight_version)))
+            ray.get(
+                rollout_manager.update_weights_from_disk.remote(path, str(self.weight_version), pause_mode)
+            )
         for old in self.weights_root.glob("v*"):
             if old.name != dest.name and old.is_dir():
                 shutil.rmtree(old)  # staging copies of ours; checkpoints live under --save
+        self._note_pushed()
         return time.perf_counter() - start
 
-    def _update_weights_gpu(self, mode: str, rollout_manager) -> dict[str, float]:
+    def _note_pushed(self) -> None:
+        """Tell every rank which version the engines now serve (``--keep-old-actor`` keeps a copy)."""
+        ray.get([actor.note_weights_pushed.remote(str(self.weight_version)) for actor in self.actors])
+
+    def _update_lora_adapter(self, rollout_manager, pause_mode: str) -> dict[str, float]:
+        """LoRA: only the adapter travels (a PEFT directory of a few MB); the engines serve base + adapter."""
+        started = time.perf_counter()
+        dest = self.weights_root / f"adapter_v{self.weight_version:06d}"
+        paths = ray.get([actor.export_adapter.remote(str(dest)) for actor in self.actors])
+        path = next(p for p in paths if p is not None)
+        exported = time.perf_counter() - started
+        ray.get(rollout_manager.update_lora_adapter.remote(path, str(self.weight_version), pause_mode))
+        for old in self.weights_root.glob("adapter_v*"):
+            if old.name != dest.name and old.is_dir():
+                shutil.rmtree(old)  # engines copied the previous adapter into memory when they loaded it
+        return {
+            "weight_sync/bytes": float(sum(f.stat().st_size for f in Path(path).iterdir() if f.is_file())),
+            "weight_sync/export_s": exported,
+            "weight_sync/load_s": time.perf_counter() - started - exported,
+        }
+
+    def _update_weights_gpu(self, mode: str, rollout_manager, pause_mode: str) -> dict[str, float]:
         """IPC: each engine is driven by the rank on its GPU (engine j by rank j % world size); NCCL: by
         rank 0. The engines' recorded version follows, so the manager reports it."""
         urls = ray.get(rollout_manager.engine_urls.remote())
@@ -260,15 +301,11 @@ class TrainGroup:
             assigned = [[u for j, u in enumerate(urls) if j % ranks == r] for r in range(ranks)]
         else:
             assigned = [urls] + [[] for _ in range(ranks - 1)]
-        options = {
-            "bucket_bytes": self.args.update_weight_buffer_size,
-            "api": flag_value(self.args, "weight_sync_api"),
-            "engine_world_size": flag_value(self.args, "rollout_num_gpus_per_engine"),
-        }
+        options = WeightPushOptions.from_args(self.args, pause_mode)
         version = str(self.weight_version)
         results = ray.get(
             [
-                a.send_weights_to_engines.remote(mode, assigned[r], version, options)
+                a.send_weights_to_engines.remote(assigned[r], version, options)
                 for r, a in enumerate(self.actors)
             ]
         )

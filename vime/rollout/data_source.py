@@ -20,7 +20,7 @@ from typing import Any
 
 from vime.rollout.filter_hub.buffer_filters import pop_first
 from vime.rollout.prompt_dataset import PromptDataError, PromptDataset, load_tokenizer
-from vime.utils.args.defaults import config_from_args, flag_value
+from vime.utils.args.defaults import config_from_args
 from vime.utils.misc import load_function
 from vime.utils.types import Sample
 
@@ -81,6 +81,20 @@ class DataSourceConfig:
 
     @classmethod
     def from_args(cls, args: Any) -> DataSourceConfig:
+        return config_from_args(cls, args)
+
+
+@dataclass(frozen=True)
+class DataSourcePaths:
+    """Where the data source's class and state live, read at each save/load: ``--save``/``--load``
+    may be set on ``args`` after the data source is made (a warm start)."""
+
+    data_source_path: str | None = "vime.rollout.data_source.RolloutDataSourceWithBuffer"
+    save: str | None = None
+    load: str | None = None
+
+    @classmethod
+    def from_args(cls, args: Any) -> DataSourcePaths:
         return config_from_args(cls, args)
 
 
@@ -203,7 +217,7 @@ class RolloutDataSource(DataSource):
             self.dataset.shuffle(self.epoch_id)
 
     def save(self, rollout_id: int) -> None:
-        root = flag_value(self.args, "save")
+        root = DataSourcePaths.from_args(self.args).save
         if root is None:
             return
         path = _state_path(root, rollout_id)
@@ -211,7 +225,7 @@ class RolloutDataSource(DataSource):
         logger.info("saved data source state to %s", path)
 
     def load(self, rollout_id: int | None = None) -> None:
-        root = flag_value(self.args, "load")
+        root = DataSourcePaths.from_args(self.args).load
         if root is None:
             return
         if rollout_id is None:
@@ -299,7 +313,7 @@ class RolloutDataSourceWithBuffer(RolloutDataSource):
         self.buffer = [[Sample.from_dict(s) for s in group] for group in state.get("buffer") or []]
 
     def save(self, rollout_id: int) -> None:
-        root = flag_value(self.args, "save")
+        root = DataSourcePaths.from_args(self.args).save
         if root is None:
             return
         try:
@@ -310,7 +324,7 @@ class RolloutDataSourceWithBuffer(RolloutDataSource):
             logger.info("saved data source state (with non-JSON samples) to %s", path)
 
     def load(self, rollout_id: int | None = None) -> None:
-        root = flag_value(self.args, "load")
+        root = DataSourcePaths.from_args(self.args).load
         if root is not None and rollout_id is not None:
             pickled = _state_path(root, rollout_id).with_suffix(".pkl")
             if pickled.is_file() and not _state_path(root, rollout_id).is_file():
@@ -321,6 +335,6 @@ class RolloutDataSourceWithBuffer(RolloutDataSource):
 
 def make_data_source(args: Any) -> DataSource:
     """The data source ``--data-source-path`` names, or :class:`RolloutDataSourceWithBuffer`."""
-    path = flag_value(args, "data_source_path")
+    path = DataSourcePaths.from_args(args).data_source_path
     cls = load_function(path) if path else RolloutDataSourceWithBuffer
     return cls(args)

@@ -20,10 +20,11 @@ from typing import Any
 
 from vime.rollout.engine_routing import EngineRoute, engine_picker, prompt_affinity
 from vime.rollout.generate_state import GenerateState
+from vime.rollout.rollout_config import RolloutConfig
 from vime.rollout.sampling_params import build_sampling_params as build_sampling_params  # its old home
-from vime.utils.args.defaults import flag_value
 from vime.utils.http_utils import CONNECTION_ERRORS, HTTPStatusError, post
 from vime.utils.types import Sample
+from vime.utils.weight_versions import record_spans
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +33,8 @@ RETRYABLE_STATUS = {500, 502, 503, 504}
 
 
 def router_url(args: Namespace, route: str = "") -> str:
-    ip, port = flag_value(args, "vllm_router_ip"), flag_value(args, "vllm_router_port")
+    cfg = RolloutConfig.from_args(args)
+    ip, port = cfg.vllm_router_ip, cfg.vllm_router_port
     if ip is None or port is None:
         raise RuntimeError(
             "args.vllm_router_ip / vllm_router_port are unset: start a RolloutManager (it sets them) "
@@ -110,6 +112,7 @@ def apply_generate_output(sample: Sample, choice: dict[str, Any], tokenizer: Any
     log_probs = [float(item["logprob"]) for item in content] if content else None
     if log_probs is not None and len(log_probs) != len(tokens):
         raise RuntimeError(f"engine returned {len(tokens)} tokens but {len(log_probs)} log probabilities")
+    offset = sample.response_length
     if tokens:
         text = tokenizer.decode(tokens, skip_special_tokens=False) if tokenizer is not None else None
         sample.append_response_tokens(
@@ -117,12 +120,19 @@ def apply_generate_output(sample: Sample, choice: dict[str, Any], tokenizer: Any
         )
     for span in choice.get("weight_versions") or []:
         sample.weight_versions.append(str(span.get("version")))
+    record_spans(sample, choice.get("weight_versions"), offset)  # per token: which weights wrote it
     sample.apply_finish_reason(choice.get("finish_reason"))
     return sample
 
 
-async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, Any]) -> Sample:
-    """vime's default generate hook: one request for ``sample`` (``--custom-generate-function-path`` replaces it)."""
+async def generate(
+    args: Namespace, sample: Sample, sampling_params: dict[str, Any], evaluation: bool = False
+) -> Sample:
+    """vime's default generate hook: one request for ``sample`` (``--custom-generate-function-path`` replaces it).
+
+    ``max_tokens`` shrinks to what the context limit leaves (``--rollout-max-context-len``, or
+    ``--eval-max-context-len`` when ``evaluation``); a sample that already fills it is truncated.
+    """
     state = GenerateState(args)
     if sample.status not in (Sample.Status.PENDING, Sample.Status.ABORTED):
         raise ValueError(
@@ -135,15 +145,17 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
         raise ValueError(
             f"sample {sample.index} already has {sample.response_length} response tokens, over max_tokens"
         )
+    params["max_tokens"] = max(0, state.context_limits.fit(params["max_tokens"], len(prompt_ids), evaluation))
+    if not sample.tokens:
+        sample.tokens = list(prompt_ids)
     if params["max_tokens"] == 0:
         sample.status = Sample.Status.TRUNCATED
         return sample
-    if not sample.tokens:
-        sample.tokens = list(prompt_ids)
     payload = {"token_ids": prompt_ids, "sampling_params": params, "request_id": f"vime-{uuid.uuid4().hex}"}
     # vllm-router's consistent_hash policy keys on x-session-id (slime: X-SMG-Routing-Key)
     headers = {"x-session-id": sample.session_id} if sample.session_id else None
-    if flag_value(args, "rollout_routing") == "router":
+    cfg = RolloutConfig.from_args(args)
+    if cfg.rollout_routing == "router":
         target: str | EngineRoute = router_url(args, "/inference/v1/generate")
     else:
         picker = engine_picker(router_url(args))
@@ -152,7 +164,7 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
         target,
         payload,
         headers=headers,
-        retry_timeout_s=float(flag_value(args, "rollout_request_retry_timeout")),
+        retry_timeout_s=float(cfg.rollout_request_retry_timeout),
         is_aborted=lambda: state.aborted,
         on_retry=state.note_retry,
     )

@@ -11,15 +11,14 @@ from typing import Any
 from vime.rollout.generate import generate
 from vime.rollout.generate_state import GenerateState
 from vime.rollout.rm_hub import async_rm, batched_async_rm
-from vime.utils.args.defaults import flag_value
+from vime.rollout.rollout_config import RolloutConfig
+from vime.rollout.sample_hooks import apply_rollout_sample_hooks
 from vime.utils.misc import load_function
 from vime.utils.types import Sample
 
 
-def _generate_hook(args: Namespace, sample: Sample):
-    path = getattr(sample, "generate_function_path", None) or getattr(
-        args, "custom_generate_function_path", None
-    )
+def _generate_hook(cfg: RolloutConfig, sample: Sample):
+    path = getattr(sample, "generate_function_path", None) or cfg.custom_generate_function_path
     return load_function(path) if path else generate
 
 
@@ -27,10 +26,8 @@ async def generate_and_rm(
     args: Namespace, sample: Sample, sampling_params: dict[str, Any], evaluation: bool = False
 ) -> Sample | list[Sample]:
     """Generate one sample (unless it is already finished) and score it unless rewards are per group."""
-    masks_offpolicy = flag_value(args, "partial_rollout") and getattr(
-        args, "mask_offpolicy_in_partial_rollout", False
-    )
-    if masks_offpolicy and sample.response_length > 0:  # tokens of an older policy: kept, not trained on
+    cfg = RolloutConfig.from_args(args)
+    if cfg.masks_offpolicy and sample.response_length > 0:  # tokens of an older policy: kept, not trained on
         sample.loss_mask = [0] * sample.response_length
     if sample.status in (Sample.Status.COMPLETED, Sample.Status.TRUNCATED):
         return sample
@@ -40,13 +37,14 @@ async def generate_and_rm(
         if state.aborted:
             sample.status = Sample.Status.ABORTED
             return sample
-        hook = _generate_hook(args, sample)
+        hook = _generate_hook(cfg, sample)
         if "evaluation" in inspect.signature(hook).parameters:
             sample = await hook(args, sample, sampling_params, evaluation=evaluation)
         else:
             sample = await hook(args, sample, sampling_params)
+    sample = await apply_rollout_sample_hooks(args, sample, evaluation=evaluation)
 
-    if flag_value(args, "group_rm"):
+    if cfg.group_rm:
         return sample
     samples = sample if isinstance(sample, list) else [sample]
     if any(s.status == Sample.Status.ABORTED for s in samples):
@@ -73,7 +71,7 @@ async def generate_and_rm_group(
     group = list(
         await asyncio.gather(*(generate_and_rm(args, s, dict(sampling_params), evaluation) for s in group))
     )
-    if flag_value(args, "group_rm") and not state.aborted:
+    if RolloutConfig.from_args(args).group_rm and not state.aborted:
         flat = [s for item in group for s in (item if isinstance(item, list) else [item])]
         for s, reward in zip(flat, await batched_async_rm(args, flat), strict=True):
             s.reward = reward

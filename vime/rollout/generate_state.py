@@ -10,11 +10,12 @@ import asyncio
 from argparse import Namespace
 from typing import ClassVar
 
-from vime.utils.args.defaults import flag_value
+from vime.rollout.rollout_config import RolloutConfig
 
 
 class GenerateState:
-    """What one rollout run shares across its requests: tokenizer, concurrency limit, in-flight tasks.
+    """What one rollout run shares across its requests: tokenizer, context limits, concurrency limit,
+    in-flight tasks.
 
     One instance per ``args`` object (``GenerateState(args)`` returns the same one again).
     """
@@ -35,10 +36,12 @@ class GenerateState:
     def _setup(self, args: Namespace) -> None:
         from transformers import AutoTokenizer
 
+        from vime.rollout.sampling_params import ContextLimits
+
         self.args = args
         self.tokenizer = AutoTokenizer.from_pretrained(args.hf_checkpoint)
-        engines = max(1, int(getattr(args, "rollout_num_engines_total", None) or 1))
-        self.semaphore = asyncio.Semaphore(int(flag_value(args, "vllm_server_concurrency")) * engines)
+        self.context_limits = ContextLimits.from_args(args)
+        self.semaphore = asyncio.Semaphore(RolloutConfig.from_args(args).request_slots)
         self.reset()
 
     @property

@@ -16,7 +16,7 @@ from argparse import Namespace
 from typing import Any
 
 from vime.rollout.generate import router_url
-from vime.utils.args.defaults import flag_value
+from vime.rollout.rollout_config import RolloutConfig
 from vime.utils.http_utils import CONNECTION_ERRORS, HTTPStatusError, get, post
 from vime.utils.types import Sample
 
@@ -46,6 +46,7 @@ async def abort_all(urls: list[str]) -> None:
 async def abort_in_flight(args: Namespace, state: Any, rollout_id: int) -> list[list[Sample]]:
     """Abort the rollout's remaining requests; return the partial groups when ``--partial-rollout``."""
     state.aborted = True
+    keep_partial = RolloutConfig.from_args(args).partial_rollout
     urls = await engine_urls(args) if state.pendings else []
     partial: list[list[Sample]] = []
     while state.pendings:
@@ -54,7 +55,7 @@ async def abort_in_flight(args: Namespace, state: Any, rollout_id: int) -> list[
         # run to the end.
         await abort_all(urls)
         done, state.pendings = await asyncio.wait(state.pendings, timeout=_REABORT_S)
-        if not flag_value(args, "partial_rollout"):
+        if not keep_partial:
             continue
         for task in done:
             group = task.result()

@@ -12,24 +12,49 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from vime.utils.args.defaults import flag_value
+from vime.algorithms.estimators import estimator
+from vime.utils.args.defaults import config_from_args
 from vime.utils.types import Sample
 
-# estimators whose advantage is "reward minus the group mean"; the first three also divide by std
-GROUP_BASELINE_ESTIMATORS = ("grpo", "gspo", "cispo", "reinforce_plus_plus_baseline")
-STD_NORMALIZED_ESTIMATORS = ("grpo", "gspo", "cispo")
 STD_EPSILON = 1e-6
+
+
+@dataclass(frozen=True)
+class RewardNormalization:
+    """How the rewards of one rollout are normalized within each prompt's group (estimator table)."""
+
+    group_baseline: bool  # subtract the group mean
+    divide_by_std: bool  # ... and divide by the group's std
+
+    @classmethod
+    def from_args(cls, args: Any) -> RewardNormalization:
+        flags = _NormalizationFlags.from_args(args)
+        row = estimator(flags.advantage_estimator)
+        baseline = row.group_baseline and bool(flags.rewards_normalization)
+        return cls(baseline, baseline and row.std_normalized and bool(flags.grpo_std_normalization))
+
+
+@dataclass(frozen=True)
+class _NormalizationFlags:
+    advantage_estimator: str = "grpo"
+    rewards_normalization: bool = True
+    grpo_std_normalization: bool = True
+
+    @classmethod
+    def from_args(cls, args: Any) -> _NormalizationFlags:
+        return config_from_args(cls, args)
 
 
 def post_process_rewards(args: Any, samples: Sequence[Sample]) -> tuple[list[float], list[float]]:
     """Raw scalar rewards, and the same rewards centred (and scaled) within each prompt's group."""
     raw = [float(sample.get_reward_value(args)) for sample in samples]
-    estimator = flag_value(args, "advantage_estimator")
-    if estimator not in GROUP_BASELINE_ESTIMATORS or not flag_value(args, "rewards_normalization"):
+    norm = RewardNormalization.from_args(args)
+    if not norm.group_baseline:
         return raw, list(raw)
-    divide_by_std = estimator in STD_NORMALIZED_ESTIMATORS and flag_value(args, "grpo_std_normalization")
+    divide_by_std = norm.divide_by_std
     normalized: list[float] = []
     for start, end in group_spans(args, samples):
         normalized.extend(normalize_group(raw[start:end], divide_by_std=divide_by_std))
@@ -53,7 +78,9 @@ def group_spans(args: Any, samples: Sequence[Sample]) -> list[tuple[int, int]]:
                 spans.append((start, i))
                 start = i
         return spans
-    size = getattr(args, "n_samples_per_prompt", None)  # None: not known (groups from group_index)
+    # not flag_value: a namespace without the flag (a plugin's) means "size unknown: one group",
+    # where the parser's default of 1 would make every sample its own group
+    size = getattr(args, "n_samples_per_prompt", None)
     if size and n % size == 0:
         return [(i, i + size) for i in range(0, n, size)]
     return [(0, n)]

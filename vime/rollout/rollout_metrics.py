@@ -14,18 +14,36 @@ Neither may change the samples: they are trained on afterwards.
 
 from __future__ import annotations
 
+import copy
 import logging
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from vime.utils.args.defaults import flag_value
+from vime.algorithms.estimators import estimator
+from vime.utils.args.defaults import config_from_args
 from vime.utils.misc import load_function
 from vime.utils.types import Sample
 
 logger = logging.getLogger(__name__)
 
 MetricsSink = Callable[[dict[str, float], str], None]
+
+
+@dataclass(frozen=True)
+class RolloutLogConfig:
+    """The flags the rollout and eval log functions read, once per call."""
+
+    advantage_estimator: str = "grpo"
+    custom_rollout_log_function_path: str | None = None
+    custom_eval_rollout_log_function_path: str | None = None
+    load_debug_rollout_data: str | None = None
+    eval_reward_key: str | None = None
+
+    @classmethod
+    def from_args(cls, args: Any) -> RolloutLogConfig:
+        return config_from_args(cls, args)
 
 
 def _log_to_logger(metrics: dict[str, float], step_key: str) -> None:
@@ -72,7 +90,7 @@ def compute_metrics_from_samples(args: Any, samples: Sequence[Sample]) -> dict[s
 
 def _zero_std_metrics(args: Any, samples: Sequence[Sample]) -> dict[str, float]:
     """How many prompt groups got the same reward on every sample (no learning signal for GRPO)."""
-    if flag_value(args, "advantage_estimator") == "ppo":
+    if estimator(RolloutLogConfig.from_args(args).advantage_estimator).needs_critic:
         return {}
     groups: dict[Any, list[Any]] = {}
     for sample in samples:
@@ -93,13 +111,14 @@ def log_rollout_data(
     rollout_time: float,
 ) -> bool:
     """Send ``rollout/*`` and ``perf/*`` metrics to the sink; a custom hook may take over first."""
-    custom = flag_value(args, "custom_rollout_log_function_path")
+    cfg = RolloutLogConfig.from_args(args)
+    custom = cfg.custom_rollout_log_function_path
     hook = load_function(custom) if custom else None
     if hook not in (None, log_rollout_data) and hook(
         rollout_id, args, samples, rollout_extra_metrics, rollout_time
     ):
         return True
-    if flag_value(args, "load_debug_rollout_data"):
+    if cfg.load_debug_rollout_data:
         return True
     metrics: dict[str, float] = dict(rollout_extra_metrics or {})
     metrics |= {f"rollout/{k}": v for k, v in compute_metrics_from_samples(args, samples).items()}
@@ -115,7 +134,8 @@ def log_eval_rollout_data(
     rollout_id: int, args: Any, data: dict[str, dict[str, Any]], extra_metrics: dict[str, Any] | None
 ) -> bool:
     """Send ``eval/<dataset>`` mean reward, truncation ratio and sample metrics to the sink."""
-    custom = flag_value(args, "custom_eval_rollout_log_function_path")
+    cfg = RolloutLogConfig.from_args(args)
+    custom = cfg.custom_eval_rollout_log_function_path
     hook = load_function(custom) if custom else None
     if hook not in (None, log_eval_rollout_data) and hook(rollout_id, args, data, extra_metrics):
         return True
@@ -129,7 +149,7 @@ def log_eval_rollout_data(
             metrics[f"eval/{name}-truncated_ratio"] = sum(bool(t) for t in truncated) / len(truncated)
         samples = result.get("samples")
         if samples:
-            eval_args = _eval_view(args)
+            eval_args = _eval_view(args, cfg.eval_reward_key)
             metrics |= {
                 f"eval/{name}/{k}": v for k, v in compute_metrics_from_samples(eval_args, samples).items()
             }
@@ -138,14 +158,11 @@ def log_eval_rollout_data(
     return True
 
 
-def _eval_view(args: Any) -> Any:
-    """Eval samples are scored with ``--eval-reward-key`` when set, else ``--reward-key``."""
-    eval_key = flag_value(args, "eval_reward_key")
-    if eval_key is None:
+def _eval_view(args: Any, eval_reward_key: str | None) -> Any:
+    """Eval samples are scored with ``--eval-reward-key`` when set, else ``--reward-key``: a shallow
+    copy of ``args`` (a parser's or a plugin's namespace) with that one attribute changed."""
+    if eval_reward_key is None:
         return args
-
-    class _View:
-        def __getattr__(self, name: str) -> Any:
-            return eval_key if name == "reward_key" else getattr(args, name)
-
-    return _View()
+    view = copy.copy(args)
+    view.reward_key = eval_reward_key
+    return view

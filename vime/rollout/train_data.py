@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from vime.rollout.rollout_config import RolloutConfig
 from vime.utils.misc import load_function
 from vime.utils.types import Sample
 
@@ -32,7 +33,7 @@ REQUIRED_KEYS = (
 
 def reward_post_process_for(args: Any):
     """The reward post-process in force: ``--custom-reward-post-process-path`` or vime's default."""
-    path = getattr(args, "custom_reward_post_process_path", None)
+    path = RolloutConfig.from_args(args).custom_reward_post_process_path
     if path:
         return load_function(path)
     from vime.rollout.reward_post_process import post_process_rewards
@@ -60,6 +61,10 @@ def convert_samples_to_train_data(args: Any, samples: Sequence[Sample]) -> dict[
         "sample_indices": [sample.index for sample in samples],
         "rollout_ids": rollout_ids,
         "loss_masks": loss_masks,
+        # the engine's tag of the weights that generated each sample (its latest, for a continued one)
+        "rollout_weight_versions": [
+            sample.weight_versions[-1] if sample.weight_versions else None for sample in samples
+        ],
     }
     # the whole rollout's token count, repeated per sample, so a loss reduced per micro-batch
     # still divides by the rollout's total however its samples were split across micro-batches

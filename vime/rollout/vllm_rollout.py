@@ -29,8 +29,8 @@ from vime.rollout.filter_hub.base_types import (
 from vime.rollout.generate_and_rm import generate_and_rm, generate_and_rm_group
 from vime.rollout.generate_state import GenerateState
 from vime.rollout.partial import abort_in_flight
+from vime.rollout.rollout_config import RolloutConfig
 from vime.rollout.sampling_params import build_sampling_params
-from vime.utils.args.defaults import flag_value
 from vime.utils.http_utils import run
 from vime.utils.misc import load_function
 from vime.utils.types import RolloutFnEvalOutput, RolloutFnTrainOutput, Sample
@@ -56,12 +56,11 @@ async def generate_rollout_async(
     """Fill one batch; return it and the groups cut short by the final abort (for --partial-rollout)."""
     state = GenerateState(args)
     state.reset()
-    target = int(args.rollout_batch_size)
-    over_sampling = int(flag_value(args, "over_sampling_batch_size") or target)
+    cfg = RolloutConfig.from_args(args)
+    target = int(cfg.rollout_batch_size)
+    over_sampling = int(cfg.over_sampling_batch_size or target)
     dynamic_filter = (
-        load_function(args.dynamic_sampling_filter_path)
-        if flag_value(args, "dynamic_sampling_filter_path")
-        else None
+        load_function(cfg.dynamic_sampling_filter_path) if cfg.dynamic_sampling_filter_path else None
     )
     sampling_params = build_sampling_params(args)
     gatherer = MetricGatherer()
@@ -80,7 +79,7 @@ async def generate_rollout_async(
         # Groups that finished in the same wait are taken in prompt order, not in the set's
         # arbitrary order: which of them fills the batch must not depend on hashing.
         for group in sorted((task.result() for task in done), key=lambda group: _first(group).index):
-            if len(group) != int(flag_value(args, "n_samples_per_prompt")):
+            if len(group) != int(cfg.n_samples_per_prompt):
                 raise RuntimeError(f"a group came back with {len(group)} samples, not --n-samples-per-prompt")
             seen.append(group)
             verdict = call_dynamic_filter(dynamic_filter, args, group)
@@ -95,16 +94,16 @@ async def generate_rollout_async(
             else:
                 surplus.append(group)
     partial = await abort_in_flight(args, state, rollout_id)
-    if flag_value(args, "partial_rollout"):
+    if cfg.partial_rollout:
         # Groups that finished after the batch was full go back to the data source with the cut-short
         # ones: with --partial-rollout no generated sample is thrown away.
         partial = surplus + partial
     kept.sort(key=lambda group: _first(group).index)
     seen.sort(key=lambda group: _first(group).index)
-    if flag_value(args, "rollout_sample_filter_path"):
-        load_function(args.rollout_sample_filter_path)(args, kept)
-    if flag_value(args, "rollout_all_samples_process_path"):
-        load_function(args.rollout_all_samples_process_path)(args, seen, get_samples)
+    if cfg.rollout_sample_filter_path:
+        load_function(cfg.rollout_sample_filter_path)(args, kept)
+    if cfg.rollout_all_samples_process_path:
+        load_function(cfg.rollout_all_samples_process_path)(args, seen, get_samples)
     metrics = gatherer.collect() | {
         "rollout/groups_generated": len(seen),
         "rollout/partial_groups": len(partial),

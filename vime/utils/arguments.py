@@ -99,7 +99,7 @@ def build_parser(
 def _refuse_unavailable_backend(argv: Sequence[str]) -> None:
     """Refuse ``--train-backend megatron`` without a GPU before anything slow (vLLM's parser) loads."""
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    pre.add_argument("--train-backend", default="torch")
+    pre.add_argument("--train-backend", default="auto")
     pre.add_argument("--debug-rollout-only", action="store_true")
     known, _ = pre.parse_known_args(list(argv))
     try:
@@ -107,6 +107,40 @@ def _refuse_unavailable_backend(argv: Sequence[str]) -> None:
     except ArgumentValidationError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise SystemExit(2) from None
+
+
+def _hide_refused(parser: argparse.ArgumentParser) -> None:
+    """--help leaves out the flags vime refuses (each refusal says why when given); --help-all lists them."""
+    from vime.utils.args.refusals import refused_flag_names
+
+    refused = refused_flag_names()
+    for action in parser._actions:
+        if refused.intersection(action.option_strings):
+            action.help = argparse.SUPPRESS
+    for group in parser._action_groups:
+        if group.title == "refused":
+            group.description = "slime / Megatron flags vime refuses with a reason: listed by --help-all"
+
+
+def _refuse_sglang_flags(argv: Sequence[str]) -> None:
+    """A ``--sglang-*`` flag left in a translated launch is one line from vime, not argparse's error.
+
+    vime-sync maps every SGLang flag vLLM has a counterpart for; what stays has none (speculative
+    decoding's EAGLE knobs, DP attention, DeepEP modes, ...) and is listed by ``translate --stats``.
+    """
+    left = [a.split("=", 1)[0] for a in argv if a.startswith("--sglang-")]
+    if left:
+        more = (
+            f" (and {len(left) - 1} more: {', '.join(left[1:4])}{', ...' if len(left) > 4 else ''})"
+            if len(left) > 1
+            else ""
+        )
+        sys.stderr.write(
+            f"error: {left[0]}{more}: an SGLang server flag with no vLLM counterpart (vime's engines are vLLM); "
+            "drop it, or pass vLLM's own option as --vllm-<option> (`vime-sync translate --stats` lists "
+            "each such flag with its reason)\n"
+        )
+        raise SystemExit(2)
 
 
 def _preset_name(argv: Sequence[str]) -> str | None:
@@ -124,8 +158,11 @@ def parse_args(
     """Parse and validate; a bad value exits with status 2 and one line naming the flag and the fix."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if ("-h" in argv or "--help" in argv) and "--help-all" not in argv:
-        build_parser(add_custom_arguments, engine_layer=False).print_help()  # fast: no vLLM import
+        short = build_parser(add_custom_arguments, engine_layer=False)  # fast: no vLLM import
+        _hide_refused(short)
+        short.print_help()
         raise SystemExit(0)
+    _refuse_sglang_flags(argv)
     _refuse_unavailable_backend(argv)
     parser = build_parser(add_custom_arguments)
     preset = _preset_name(argv)
@@ -141,6 +178,12 @@ def parse_args(
         from vime.utils.args.presets import prepare_preset
 
         prepare_preset(preset, args)
+    from vime.utils.args.custom_config import apply_custom_config
+
+    try:
+        apply_custom_config(args)
+    except ValueError as exc:
+        parser.exit(2, f"error: {exc}\n")
     if validate:
         try:
             validate_args(args)

@@ -1,4 +1,4 @@
-"""Metrics: reduce per-rank values, then log one record per step to JSONL, W&B and the console.
+"""Metrics: reduce per-rank values, then log one record per step to JSONL, W&B, TensorBoard and the console.
 
 Backends return, per rank, metrics that are that rank's share of a global mean (see
 vime.algorithms.aggregation); :func:`reduce_rank_metrics` sums such shares, or averages
@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
+from vime.utils.tensorboard_log import TensorboardConfig, TensorboardLog
 from vime.utils.wandb_utils import init_wandb
 
 
@@ -45,6 +46,8 @@ class MetricsLogger:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.run = init_wandb(args)
+        tensorboard = TensorboardConfig.from_args(args)
+        self.tensorboard = TensorboardLog(tensorboard) if tensorboard.enabled else None
         self.console = console or Console(stderr=True)
         self.records: list[dict[str, Any]] = []
 
@@ -56,11 +59,16 @@ class MetricsLogger:
                 f.write(json.dumps(record, default=float) + "\n")
         if self.run is not None:
             self.run.log(metrics, step=step)
+        if self.tensorboard is not None:
+            self.tensorboard.log(step, metrics)
         shown = "  ".join(f"{k.split('/')[-1]}={metrics[k]:.4g}" for k in self.SUMMARY_KEYS if k in metrics)
         self.console.log(f"step {step}: {shown}")
         return record
 
     def finish(self) -> None:
+        if self.tensorboard is not None:
+            self.tensorboard.close()
+            self.tensorboard = None
         if self.run is not None:
             self.run.finish()
             self.run = None

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vime.utils.async_summary import async_summary, async_summary_lines
+
 REWARD = "rollout/raw_reward"
 ACCURACY = "rollout/full_reward_share"  # share of samples with reward >= 1: accuracy under a 0/1 verifier
 RUNNING_MEAN = 5
@@ -101,7 +103,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     steps = _series(records, "time/step")
     if steps:
         summary["seconds"] = sum(v for _, v in steps)
-    return summary
+    return summary | async_summary(records)  # --fully-async runs: lag histogram, idle shares
 
 
 def write_plot(records: list[dict[str, Any]], path: Path) -> Path | None:
@@ -170,4 +172,4 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             lines.append(f"{key}: {value:.3f}")
     if "seconds" in summary:
         lines.append(f"time in steps: {summary['seconds']:.0f}s")
-    return lines
+    return lines + async_summary_lines(summary)

@@ -157,3 +157,51 @@ def build_tiny_model(dest: Path, seed: int = 0) -> Path:
     model.save_pretrained(str(dest), safe_serialization=True)
     (dest / "vime_tiny_model.json").write_text(json.dumps({"seed": seed, "vocab_size": vocab_size}) + "\n")
     return dest
+
+
+def build_tiny_moe_model(dest: Path, seed: int = 0) -> Path:
+    """A tiny Qwen3-MoE model (transformers' own ``Qwen3MoeForCausalLM``) with the same tokenizer.
+
+    Two MoE layers of 8 experts, 2 routed per token, renormalised top-k weights (as Qwen3-30B-A3B);
+    the routers get larger random weights than the default init so that routing differs per token.
+    """
+    import torch
+    from transformers import GenerationConfig, Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tokenizer(dest, seed)
+    vocab_size = len(tokenizer)
+    eos_id = tokenizer.convert_tokens_to_ids(EOS_TOKEN)
+    pad_id = tokenizer.convert_tokens_to_ids(PAD_TOKEN)
+    config = Qwen3MoeConfig(
+        vocab_size=vocab_size,
+        hidden_size=128,
+        intermediate_size=256,
+        moe_intermediate_size=64,
+        num_experts=8,
+        num_experts_per_tok=2,
+        norm_topk_prob=True,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=64,
+        max_position_embeddings=1024,
+        tie_word_embeddings=False,
+        bos_token_id=eos_id,
+        eos_token_id=eos_id,
+        pad_token_id=pad_id,
+        dtype="float32",
+    )
+    torch.manual_seed(seed)
+    model = Qwen3MoeForCausalLM(config).to(torch.float32)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith("mlp.gate.weight"):
+                param.normal_(0.0, 0.5)
+    model.generation_config = GenerationConfig(eos_token_id=eos_id, pad_token_id=pad_id, do_sample=True)
+    model.save_pretrained(str(dest), safe_serialization=True)
+    (dest / "vime_tiny_model.json").write_text(
+        json.dumps({"seed": seed, "vocab_size": vocab_size, "family": "qwen3_moe"}) + "\n"
+    )
+    return dest

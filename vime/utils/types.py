@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
+from vime.utils.weight_versions import record_spans
+
 # vLLM's ``finish_reason`` strings (``choices[0].finish_reason``) and what they mean for a sample.
 _FINISH_REASON_STATUS = {
     "stop": "completed",
@@ -131,6 +133,16 @@ class Sample:
     SpecInfo = SpecInfo
     PrefixCacheInfo = PrefixCacheInfo
 
+    def __post_init__(self) -> None:
+        # a status given by its value ("completed", as slime's tau-bench plugin builds its samples)
+        # is that status; any other value is refused here rather than deep in training
+        if isinstance(self.status, str):
+            try:
+                self.status = Sample.Status(self.status)
+            except ValueError:
+                names = ", ".join(s.value for s in Sample.Status)
+                raise ValueError(f"Sample status {self.status!r} is not one of {names}") from None
+
     # ----- serialization -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """A plain dict (JSON-able when the payload fields are); extra attributes are kept."""
@@ -160,6 +172,8 @@ class Sample:
 
         A reward of 0 is a reward: only ``None`` means "not scored yet".
         """
+        # slime's API: any namespace a plugin passes (it may lack the flag); vime.utils sits below
+        # the rollout's RewardConfig, and reading one attribute needs no view
         key = getattr(args, "reward_key", None)
         if key is None:
             return self.reward
@@ -234,16 +248,20 @@ class Sample:
                 self.rollout_log_probs = [0.0] * previous
             self.rollout_log_probs += log_probs
         if meta_info is not None:
-            self._apply_meta_info(meta_info, update_terminal_info=update_terminal_info)
+            self._apply_meta_info(meta_info, update_terminal_info=update_terminal_info, offset=previous)
         self.validate_lengths()
 
-    def _apply_meta_info(self, meta_info: dict, *, update_terminal_info: bool) -> None:
-        """Weight version, prefix-cache counts and finish reason of one engine answer (either shape)."""
+    def _apply_meta_info(self, meta_info: dict, *, update_terminal_info: bool, offset: int = 0) -> None:
+        """Weight version, prefix-cache counts and finish reason of one engine answer (either shape);
+        ``offset``: the response position of the answer's first token."""
         versions = meta_info.get("weight_versions")  # vLLM: spans over the output tokens
         if versions:
             self.weight_versions.extend(str(span.get("version")) for span in versions)
+            record_spans(self, versions, offset)
         elif meta_info.get("weight_version") is not None:  # SGLang: one version
             self.weight_versions.append(str(meta_info["weight_version"]))
+            whole = {"version": meta_info["weight_version"], "start": 0, "end": self.response_length - offset}
+            record_spans(self, [whole], offset)
         if "prompt_tokens" in meta_info:
             self.prefix_cache_info.add(meta_info)
         reason = meta_info.get("finish_reason")

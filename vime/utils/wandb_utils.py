@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
+import string
 from argparse import Namespace
+from collections.abc import Callable
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -24,6 +27,25 @@ def wandb_mode(args: Namespace) -> str:
     return "online" if (args.wandb_key or os.environ.get("WANDB_API_KEY")) else "offline"
 
 
+def random_run_id() -> str:
+    """Eight lowercase letters and digits, like W&B's own run ids (its generator is not public API)."""
+    alphabet = string.ascii_lowercase + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(8))
+
+
+def run_group_and_name(
+    group: str | None, random_suffix: bool, new_id: Callable[[], str]
+) -> tuple[str | None, str | None]:
+    """slime's W&B group and run name: ``<group>_<random id>`` and ``<that>-RANK_0`` (the driver logs),
+    or the group itself for both with ``--disable-wandb-random-suffix``; W&B's own without ``--wandb-group``."""
+    if group is None:
+        return None, None
+    if not random_suffix:
+        return group, group
+    suffixed = f"{group}_{new_id()}"
+    return suffixed, f"{suffixed}-RANK_0"
+
+
 def init_wandb(args: Namespace, config: dict[str, Any] | None = None):
     """Start a run (or return None when ``--use-wandb`` is off); returns the ``wandb.Run``."""
     if not args.use_wandb:
@@ -36,10 +58,12 @@ def init_wandb(args: Namespace, config: dict[str, Any] | None = None):
     directory = args.wandb_dir or args.run_dir or args.save  # wandb adds its own "wandb/" under this
     if directory:
         os.makedirs(directory, exist_ok=True)
+    group, name = run_group_and_name(args.wandb_group, args.wandb_random_suffix, random_run_id)
     run = wandb.init(
         project=args.wandb_project,
         entity=args.wandb_team,
-        group=args.wandb_group,
+        group=group,
+        name=name,
         id=args.wandb_run_id,
         resume="allow" if args.wandb_run_id else None,
         dir=directory,

@@ -16,17 +16,22 @@ import torch
 import torch.distributed as dist
 
 from vime.algorithms import LossConfig, actor_loss, global_denominator
+from vime.backends.lr_schedule import LrSchedule
 from vime.backends.megatron_utils.batch import PaddedBatch
 from vime.backends.megatron_utils.hf_config import ModelShape
-from vime.backends.megatron_utils.hf_io import iter_hf_tensors, load_hf_into_megatron, unwrap
+from vime.backends.megatron_utils.hf_io import load_hf_into_megatron, unwrap
 from vime.backends.megatron_utils.logprobs import token_logprobs_from_logits
-from vime.backends.megatron_utils.model_builder import ParallelSizes, build_gpt_model
+from vime.backends.megatron_utils.model_builder import BuildOptions, ParallelSizes, build_gpt_model
+from vime.backends.megatron_utils.moe_config import set_aux_loss_scale
 from vime.backends.megatron_utils.optimizer import (
     OptimizerSettings,
     build_megatron_optimizer,
     finalize_grads_summed,
+    set_learning_rate,
     wrap_ddp,
 )
+from vime.utils.args.megatron_runtime import MegatronRuntime
+from vime.utils.lora_settings import LoraSettings
 
 
 @dataclass
@@ -39,6 +44,10 @@ class MegatronActorConfig:
     loss: LossConfig = field(default_factory=LossConfig)
     hf_checkpoint: str | None = None  # initial weights; None keeps Megatron's random init
     temperature: float = 1.0  # the engines' sampling temperature: log-probs are of logits / temperature
+    runtime: MegatronRuntime | None = None  # Megatron's runtime flags (None: defaults for these sizes)
+    build: BuildOptions = field(default_factory=BuildOptions)  # --spec, vocabulary padding, positions
+    lr_schedule: LrSchedule | None = None  # None: constant --lr
+    lora: LoraSettings | None = None  # adapters on the linear layers, base frozen (megatron_utils/lora.py)
 
 
 class MegatronActor:
@@ -55,12 +64,27 @@ class MegatronActor:
             if torch.cuda.is_available()
             else torch.device("cpu")
         )
+        if cfg.runtime is not None and cfg.runtime.enable_experimental:
+            from megatron.core.config import set_experimental_flag
+
+            set_experimental_flag(True)
         model = build_gpt_model(
-            cfg.shape, cfg.sizes, dtype=cfg.dtype, use_cpu_init=not torch.cuda.is_available()
+            cfg.shape,
+            cfg.sizes,
+            dtype=cfg.dtype,
+            use_cpu_init=not torch.cuda.is_available(),
+            runtime=cfg.runtime,
+            build=cfg.build,
         )
         model.to(self.device)
         if cfg.hf_checkpoint:
             load_hf_into_megatron(model, cfg.hf_checkpoint, cfg.shape)
+        if cfg.lora is not None and cfg.lora.enabled:  # before DDP and the optimizer: only adapters train
+            from vime.backends.megatron_utils.lora import apply_lora, load_adapter_state, read_adapter_dir
+
+            apply_lora(model, cfg.lora, cfg.shape)
+            if cfg.lora.adapter_path:
+                load_adapter_state(model, read_adapter_dir(cfg.lora.adapter_path))
         if optimizer_factory is None:
             self.model = wrap_ddp(model, cfg.optimizer)
             self.optimizer = build_megatron_optimizer(self.model, cfg.optimizer, cfg.dtype)
@@ -72,17 +96,23 @@ class MegatronActor:
             model.config.finalize_model_grads_func = None
         self.config = model.config
         self.step = 0
+        self._offloader = None  # made at the first offload (colocated runs)
+        self.last_offload = None
 
     # ---- forward / backward -------------------------------------------------------------------
-    def _run(self, batch: PaddedBatch, loss_fn: Callable, forward_only: bool) -> list:
-        from megatron.core.pipeline_parallel import get_forward_backward_func
-
+    def _fixed_micro_batches(self, batch: PaddedBatch) -> list[PaddedBatch]:
         mbs = self.cfg.micro_batch_size
         if batch.input_ids.shape[0] % mbs:
             raise ValueError(
                 f"batch of {batch.input_ids.shape[0]} samples is not a multiple of --micro-batch-size {mbs}"
             )
-        micro = [m.to(self.device) for m in batch.micro_batches(mbs)]
+        return batch.micro_batches(mbs)
+
+    def _run(self, micro_batches: list[PaddedBatch], loss_fn: Callable, forward_only: bool) -> list:
+        """Forward (and backward) over ``micro_batches``, each padded to its own length."""
+        from megatron.core.pipeline_parallel import get_forward_backward_func
+
+        micro = [m.to(self.device) for m in micro_batches]
 
         def forward_step(data_iterator: Iterator[PaddedBatch], model):
             mb = next(data_iterator)
@@ -96,8 +126,8 @@ class MegatronActor:
                 data_iterator=iter(micro),
                 model=[self.model],
                 num_microbatches=len(micro),
-                seq_length=batch.input_ids.shape[1],
-                micro_batch_size=mbs,
+                seq_length=max(m.input_ids.shape[1] for m in micro),
+                micro_batch_size=max(m.input_ids.shape[0] for m in micro),
                 forward_only=forward_only,
             )
         return self._run_no_pipelining(micro, forward_step, forward_only)
@@ -127,13 +157,20 @@ class MegatronActor:
         return outputs
 
     def _logprobs(self, logits: torch.Tensor, mb: PaddedBatch, with_entropy: bool):
+        chunk = self.cfg.runtime.log_probs_chunk_size if self.cfg.runtime is not None else -1
         return token_logprobs_from_logits(
-            logits, mb.input_ids, self.cfg.shape.vocab_size, with_entropy, self.cfg.temperature
+            logits, mb.input_ids, self.cfg.shape.vocab_size, with_entropy, self.cfg.temperature, chunk
         )
 
     @torch.no_grad()
     def compute_log_probs(self, batch: PaddedBatch) -> torch.Tensor | None:
         """Log-probs ``[batch, tokens]`` aligned to input_ids (on the last pipeline stage; None elsewhere)."""
+        out = self.compute_log_probs_micro(self._fixed_micro_batches(batch))
+        return None if out is None else torch.cat(out, dim=0)
+
+    @torch.no_grad()
+    def compute_log_probs_micro(self, micro_batches: list[PaddedBatch]) -> list[torch.Tensor] | None:
+        """Log-probs of each micro-batch, ``[its samples, its tokens]`` (last pipeline stage; else None)."""
         from megatron.core import parallel_state
 
         self.model.eval()
@@ -142,20 +179,32 @@ class MegatronActor:
             lp, _ = self._logprobs(logits, mb, with_entropy=False)
             return lp.sum() * 0, torch.tensor(1), {"log_probs": lp}
 
-        outputs = self._run(batch, loss_fn, forward_only=True)
+        outputs = self._run(micro_batches, loss_fn, forward_only=True)
         if not parallel_state.is_pipeline_last_stage():
             return None
-        return torch.cat([o["log_probs"] for o in outputs], dim=0)
+        return [o["log_probs"] for o in outputs]
 
     def train_step(self, batch: PaddedBatch) -> dict[str, float]:
-        """One optimizer step on this rank's data-parallel shard; metrics are global (summed over DP)."""
+        """One optimizer step on this rank's data-parallel shard, in --micro-batch-size chunks."""
+        return self.train_step_micro(self._fixed_micro_batches(batch))
+
+    def train_step_micro(
+        self, micro_batches: list[PaddedBatch], old_from_forward: bool = False
+    ) -> dict[str, float]:
+        """One optimizer step over this rank's micro-batches; metrics are global (summed over DP).
+
+        ``old_from_forward``: the ratio's old log-probs are this forward's own, detached (the first
+        and only step of a rollout, where a separate pass would compute the same numbers)."""
         from megatron.core import parallel_state
 
-        if batch.advantages is None or batch.old_log_probs is None:
+        if any(m.advantages is None for m in micro_batches) or (
+            not old_from_forward and any(m.old_log_probs is None for m in micro_batches)
+        ):
             raise ValueError("train_step needs advantages and old_log_probs in the PaddedBatch")
         self.model.train()
         dp_group = parallel_state.get_data_parallel_group()
-        denom = torch.tensor(global_denominator(batch.loss_mask, self.cfg.loss.agg_mode), device=self.device)
+        local = sum(global_denominator(m.loss_mask, self.cfg.loss.agg_mode) for m in micro_batches)
+        denom = torch.tensor(float(local), device=self.device)
         dist.all_reduce(denom, group=dp_group)
         denominator = float(denom)
 
@@ -164,7 +213,7 @@ class MegatronActor:
             loss, metrics = actor_loss(
                 self.cfg.loss,
                 lp,
-                mb.old_log_probs,
+                lp.detach() if old_from_forward else mb.old_log_probs,
                 mb.advantages,
                 mb.loss_mask,
                 denominator,
@@ -175,7 +224,10 @@ class MegatronActor:
             return loss, torch.tensor(1), metrics
 
         self._zero_grad()
-        outputs = self._run(batch, loss_fn, forward_only=False)
+        set_aux_loss_scale(self.config, micro_batches, dp_group, self.device)  # MoE load balancing
+        outputs = self._run(micro_batches, loss_fn, forward_only=False)
+        if self.cfg.lr_schedule is not None:
+            set_learning_rate(self.optimizer, self.cfg.lr_schedule.lr_at(self.step))
         grad_norm = self._optimizer_step()
         self.step += 1
         return self._reduce_metrics(outputs, dp_group) | {"grad_norm": grad_norm}
@@ -204,10 +256,6 @@ class MegatronActor:
         return dict(zip(keys, sums.tolist(), strict=True))
 
     # ---- weights, checkpoints, memory ---------------------------------------------------------
-    def hf_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
-        """This pipeline stage's weights under HF names, gathered across tensor parallel (collective)."""
-        return iter_hf_tensors(self.model, self.cfg.shape)
-
     def weight_exporter(self, bucket_bytes: int | None = None):
         """The cached WeightExporter (bucket plan, zero-copy views at TP=1) for this actor."""
         from vime.backends.megatron_utils.weight_export import DEFAULT_BUCKET_BYTES, WeightExporter
@@ -236,12 +284,25 @@ class MegatronActor:
         return self.step
 
     def offload(self) -> int:
-        """Free this rank's GPU memory (weights, grads, optimizer state); returns the bytes moved out."""
-        from vime.backends.megatron_utils.offload import offload_actor
+        """Free this rank's device memory (weights, grads, optimizer state) into one host region kept
+        across steps (megatron_utils/offload.py); returns the bytes freed, details in ``last_offload``."""
+        from vime.backends.megatron_utils.offload import (
+            HostOffloader,
+            actor_storages,
+            pinned_region,
+            plain_region,
+        )
 
-        return offload_actor(self)
+        if self._offloader is None:
+            cuda = self.device.type == "cuda"
+            self._offloader = HostOffloader(self.device.type, pinned_region if cuda else plain_region)
+        if self._offloader.is_out:
+            return 0
+        self.last_offload = self._offloader.offload(actor_storages(self, self.device.type))
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        return self.last_offload.freed_bytes
 
-    def onload(self) -> None:
-        from vime.backends.megatron_utils.offload import onload_actor
-
-        onload_actor(self)
+    def onload(self) -> float:
+        """Undo :meth:`offload` (same storages, same bytes; gradient buffers zeroed); seconds taken."""
+        return self._offloader.onload() if self._offloader is not None else 0.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -16,19 +17,21 @@ import torch.distributed as dist
 
 from vime.algorithms import LossConfig, make_kl_controller
 from vime.backends.base import TrainBackend
+from vime.backends.lr_schedule import LrSchedule
 from vime.backends.megatron_utils.actor import MegatronActor, MegatronActorConfig
 from vime.backends.megatron_utils.batch import PaddedBatch
 from vime.backends.megatron_utils.hf_config import load_shape
-from vime.backends.megatron_utils.model_builder import ParallelSizes
+from vime.backends.megatron_utils.model_builder import BuildOptions, ParallelSizes
+from vime.backends.megatron_utils.moe_config import warn_fallbacks
 from vime.backends.megatron_utils.optimizer import OptimizerSettings
-from vime.backends.torch_utils.train_step import compute_advantages
-from vime.backends.train_data import (
-    TrainBatch,
-    apply_rollout_data_postprocess,
-    set_old_log_probs,
-    step_indices,
-)
-from vime.utils.args.defaults import flag_value
+from vime.backends.micro_batches import BatchingConfig, plan_forward, rank_shares
+from vime.backends.train_data import TrainBatch, old_log_probs_source
+from vime.backends.train_prep import PrepPasses, prepare_train_step
+from vime.utils.args.defaults import config_from_args
+from vime.utils.args.megatron_runtime import MegatronRuntime
+from vime.utils.args.model_arch import ModelArchFlags
+from vime.utils.args.moe import MoeFlags
+from vime.utils.lora_settings import LoraSettings
 
 logger = logging.getLogger(__name__)
 
@@ -40,16 +43,29 @@ def _frozen(_model) -> None:
 
 def parallel_sizes(args) -> ParallelSizes:
     """Megatron's flag names (as slime forwards them); 1 when the flag is absent."""
-    return ParallelSizes(
-        tp=flag_value(args, "tensor_model_parallel_size") or 1,
-        pp=flag_value(args, "pipeline_model_parallel_size") or 1,
-        cp=flag_value(args, "context_parallel_size") or 1,
+
+    def or_one(size: int | None) -> int:
+        return size or 1
+
+    return config_from_args(
+        ParallelSizes,
+        args,
+        dests={
+            "tp": ("tensor_model_parallel_size", or_one),
+            "pp": ("pipeline_model_parallel_size", or_one),
+            "cp": ("context_parallel_size", or_one),
+            "ep": ("expert_model_parallel_size", or_one),
+            "etp": "expert_tensor_parallel_size",
+        },
     )
 
 
-def to_padded(batch: TrainBatch, per_token: dict[str, list[torch.Tensor]] | None = None) -> PaddedBatch:
-    """Per-sample lists -> right-padded token-aligned tensors (response values at the response positions)."""
-    width = max(len(t) for t in batch.tokens)
+def to_padded(
+    batch: TrainBatch, per_token: dict[str, list[torch.Tensor]] | None = None, pad_multiple: int = 1
+) -> PaddedBatch:
+    """Per-sample lists -> right-padded token-aligned tensors (response values at the response positions),
+    the width rounded up to ``pad_multiple`` (``--data-pad-size-multiplier``)."""
+    width = -(-max(len(t) for t in batch.tokens) // pad_multiple) * pad_multiple
     n = len(batch)
     ids = torch.zeros(n, width, dtype=torch.long)
     mask = torch.zeros(n, width)
@@ -71,6 +87,18 @@ def response_slices(padded: torch.Tensor, batch: TrainBatch) -> list[torch.Tenso
     return out
 
 
+def _per_token(piece: TrainBatch) -> dict[str, list]:
+    """The per-token inputs of the loss, by PaddedBatch field name."""
+    per_token = {"advantages": piece.computed["advantages"]}
+    if "old_log_probs" in piece.computed:  # else the loss takes the training forward's own (in_loss)
+        per_token["old_log_probs"] = piece.computed["old_log_probs"]
+    if "ref_log_probs" in piece.computed:
+        per_token["ref_log_probs"] = piece.computed["ref_log_probs"]
+    if piece.rollout_log_probs is not None:
+        per_token["rollout_log_probs"] = piece.rollout_log_probs
+    return per_token
+
+
 class MegatronTrainBackend(TrainBackend):
     """Megatron-core policy (and frozen reference) on this process's GPU; DP/TP/PP from the arguments.
 
@@ -79,6 +107,7 @@ class MegatronTrainBackend(TrainBackend):
     """
 
     optimizer_factory = None
+    old_log_probs_source = "recompute"  # the last train()'s (vime.backends.train_data.old_log_probs_source)
 
     def init(self) -> int:
         from megatron.core import parallel_state
@@ -97,24 +126,31 @@ class MegatronTrainBackend(TrainBackend):
         self.dp_size = parallel_state.get_data_parallel_world_size()
         dtype = torch.bfloat16 if args.bf16 else torch.float32
         shape = load_shape(args.hf_checkpoint)
+        arch = ModelArchFlags.from_args(args)
+        total_steps = (args.num_rollout or 0) * args.num_steps_per_rollout
+        self.batching = BatchingConfig.from_args(args)
         cfg = MegatronActorConfig(
             shape=shape,
             sizes=sizes,
             dtype=dtype,
             micro_batch_size=args.micro_batch_size,
-            optimizer=OptimizerSettings(
-                lr=args.lr,
-                min_lr=args.min_lr,
-                weight_decay=args.weight_decay,
-                adam_beta1=args.adam_beta1,
-                adam_beta2=args.adam_beta2,
-                adam_eps=args.adam_eps,
-                clip_grad=args.clip_grad if args.clip_grad > 0 else 1e12,
-            ),
+            optimizer=OptimizerSettings.from_args(args),
             loss=LossConfig.from_args(args),
             hf_checkpoint=args.hf_checkpoint,
             temperature=args.rollout_temperature,
+            runtime=MegatronRuntime.from_args(args),
+            build=BuildOptions(
+                spec=arch.spec,
+                spec_args=args,
+                vocab_divisible_by=arch.make_vocab_size_divisible_by,
+                max_position_embeddings=arch.position_table_length(),
+                moe=MoeFlags.from_args(args),
+            ),
+            lr_schedule=LrSchedule.from_args(args, total_steps),
+            lora=LoraSettings.from_args(args),
         )
+        if shape.moe is not None:
+            warn_fallbacks(cfg.build.moe)
         self.actor = MegatronActor(cfg, optimizer_factory=type(self).optimizer_factory)
         self.ref = None
         if args.kl_coef or args.use_kl_loss:
@@ -128,65 +164,90 @@ class MegatronTrainBackend(TrainBackend):
             return args.start_rollout_id
         return 0 if loaded is None else loaded + 1
 
+    @property
+    def data_parallel_rank(self) -> int:
+        return self.dp_rank
+
+    @property
+    def data_parallel_size(self) -> int:
+        return self.dp_size
+
     # ----- log-probs and training --------------------------------------------------------
     def _logprobs(self, actor: MegatronActor, batch: TrainBatch) -> list[torch.Tensor]:
-        """Response log-probs per sample, on every rank (the last pipeline stage shares them)."""
+        """Response log-probs per sample in ``batch`` order, on every rank (the last pipeline stage
+        shares them), computed over the forward plan's micro-batches (vime.backends.micro_batches)."""
         from megatron.core import parallel_state
 
-        padded = to_padded(batch)
-        lp = actor.compute_log_probs(padded)
+        groups = plan_forward([len(t) for t in batch.tokens], self.batching)
+        pieces = [batch.select(g) for g in groups]
+        padded = [to_padded(p, pad_multiple=self.batching.pad_multiple) for p in pieces]
+        lps = actor.compute_log_probs_micro(padded)
         if parallel_state.get_pipeline_model_parallel_world_size() > 1:
-            buf = lp if lp is not None else torch.empty(padded.input_ids.shape, device=actor.device)
-            dist.broadcast(
-                buf.contiguous(),
-                parallel_state.get_pipeline_model_parallel_last_rank(),
-                group=parallel_state.get_pipeline_model_parallel_group(),
-            )
-            lp = buf
-        return response_slices(lp, batch)
+            shared = []
+            for i, p in enumerate(padded):
+                buf = lps[i] if lps is not None else torch.empty(p.input_ids.shape, device=actor.device)
+                dist.broadcast(
+                    buf.contiguous(),
+                    parallel_state.get_pipeline_model_parallel_last_rank(),
+                    group=parallel_state.get_pipeline_model_parallel_group(),
+                )
+                shared.append(buf)
+            lps = shared
+        out: dict[int, torch.Tensor] = {}
+        for group, piece, lp in zip(groups, pieces, lps, strict=True):
+            out.update(zip(group, response_slices(lp, piece), strict=True))
+        return [out[i] for i in range(len(batch))]
 
     def compute_logprobs(self, batch: TrainBatch) -> list[torch.Tensor]:
         return self._logprobs(self.actor, batch)
 
     def train(self, rollout_id: int, batch: TrainBatch) -> dict[str, float]:
         args = self.args
-        steps = step_indices(len(batch), args.global_batch_size, self.dp_size, self.dp_rank)
-        local = batch.select([i for step in steps for i in step])
-        recomputed = self.compute_logprobs(local)
-        set_old_log_probs(local, recomputed, args.use_rollout_logprobs)
-        if self.ref is not None:
-            local.computed["ref_log_probs"] = self._logprobs(self.ref, local)
-        if args.rollout_data_postprocess_path:
-            apply_rollout_data_postprocess(args.rollout_data_postprocess_path, args, rollout_id, local)
-        metrics = compute_advantages(args, local, self.kl_ctl.value)
+        share, local = batch.share, batch
+        if share is None:  # the whole rollout: pick this rank's share as the rollout manager would
+            lengths = [len(t) for t in batch.tokens]
+            share = rank_shares(lengths, args.global_batch_size, self.dp_size, self.batching)[self.dp_rank]
+            local = batch.select(share.order)
+        local_steps = share.steps
+        self.old_log_probs_source = old_log_probs_source(
+            args, len(local_steps), local.rollout_log_probs is not None
+        )
+        passes = PrepPasses(
+            policy=self.compute_logprobs,
+            reference=partial(self._logprobs, self.ref) if self.ref is not None else None,
+        )
+        metrics, _ = prepare_train_step(
+            args, rollout_id, local, passes, self.old_log_probs_source, self.kl_ctl.value
+        )
 
         totals: dict[str, float] = {}
-        offset = 0
-        for step in steps:
-            piece = local.select(list(range(offset, offset + len(step))))
-            offset += len(step)
-            per_token = {
-                "advantages": piece.computed["advantages"],
-                "old_log_probs": piece.computed["old_log_probs"],
-            }
-            if "ref_log_probs" in piece.computed:
-                per_token["ref_log_probs"] = piece.computed["ref_log_probs"]
-            if piece.rollout_log_probs is not None:
-                per_token["rollout_log_probs"] = piece.rollout_log_probs
-            for key, value in self.actor.train_step(to_padded(piece, per_token)).items():
-                totals[key] = totals.get(key, 0.0) + value / len(steps)
+        for step in local_steps:
+            micro = [
+                to_padded(piece, _per_token(piece), self.batching.pad_multiple)
+                for piece in (local.select(g) for g in step)
+            ]
+            in_loss = self.old_log_probs_source == "in_loss"
+            for key, value in self.actor.train_step_micro(micro, old_from_forward=in_loss).items():
+                totals[key] = totals.get(key, 0.0) + value / len(local_steps)
         metrics |= totals
+        metrics["old_log_probs_pass"] = float(self.old_log_probs_source == "recompute")
         if "reward_kl" in metrics:
             self.kl_ctl.update(metrics["reward_kl"], args.global_batch_size)
         metrics["kl_coef"] = self.kl_ctl.value
-        metrics["lr"] = args.lr
+        metrics["lr"] = self.actor.cfg.lr_schedule.lr_at(max(self.actor.step - 1, 0))
+        self.last_train_batch = local
         return metrics
 
     # ----- weights, checkpoints, memory --------------------------------------------------
     def export_weights(self, dest: Path) -> Path | None:
         from vime.backends.megatron_utils.weight_export import export_model_to_hf_dir
 
-        exporter = self.actor.weight_exporter(flag_value(self.args, "update_weight_buffer_size"))
+        if self.actor.cfg.lora is not None and self.actor.cfg.lora.enabled:
+            raise ValueError(
+                "merged LoRA weights are not exported by the megatron backend yet: use --lora-sync adapter"
+            )
+
+        exporter = self.actor.weight_exporter(self.args.update_weight_buffer_size)
         out = export_model_to_hf_dir(exporter, dest, self.args.hf_checkpoint, progress=False)
         return out if dist.get_rank() == 0 else None
 
@@ -194,12 +255,46 @@ class MegatronTrainBackend(TrainBackend):
         """Zero-copy HF views (TP=1) packed into buckets for ``sink``; every rank takes part."""
         return self.actor.update_weights(sink, bucket_bytes=bucket_bytes, progress=False)
 
+    def _adapter_state(self) -> dict[str, torch.Tensor]:
+        """The whole adapter on every rank: each stage's (TP-gathered), joined over all ranks."""
+        from vime.backends.megatron_utils.lora import adapter_state
+
+        mine = adapter_state(self.actor.model)
+        everyone: list = [None] * dist.get_world_size()
+        dist.all_gather_object(everyone, mine)
+        return {k: v for part in everyone for k, v in part.items()}
+
+    def export_adapter(self, dest: Path) -> Path | None:
+        """The LoRA adapter alone, as a PEFT directory (what the engines load on top of the base)."""
+        from vime.backends.megatron_utils.lora import save_adapter_dir
+
+        state = self._adapter_state()
+        if dist.get_rank() != 0:
+            return None
+        return save_adapter_dir(state, self.actor.cfg.lora, Path(dest), self.args.hf_checkpoint)
+
     def save(self, rollout_id: int) -> None:
         from vime.backends.megatron_utils.checkpoint import iter_dir, save_checkpoint
         from vime.backends.megatron_utils.hf_io import unwrap
 
         if self.args.save is None:
             raise ValueError("saving a checkpoint needs --save DIR")
+        if self.actor.cfg.lora is not None and self.actor.cfg.lora.enabled:  # the adapter alone
+            self.export_adapter(iter_dir(self.args.save, rollout_id) / "adapter")
+            if dist.get_rank() == 0:
+                from vime.utils.checkpoint_dir import write_marker
+
+                state = {
+                    "rollout_id": rollout_id,
+                    "kl_coef": self.kl_ctl.value,
+                    "optimizer_steps": self.actor.step,
+                }
+                (iter_dir(self.args.save, rollout_id) / "vime_train_state.json").write_text(
+                    json.dumps(state) + "\n"
+                )
+                write_marker(self.args.save, rollout_id)
+            dist.barrier()
+            return
         optimizer = None if self.args.no_save_optim else self.actor.optimizer
         save_checkpoint(unwrap(self.actor.model), optimizer, rollout_id, self.args.save)
         if dist.get_rank() == 0:
@@ -228,6 +323,17 @@ class MegatronTrainBackend(TrainBackend):
             return None
         state_file = iter_dir(self.args.load, rollout_id) / "vime_train_state.json"
         state = json.loads(state_file.read_text()) if state_file.exists() else {}
+        if (
+            self.actor.cfg.lora is not None and self.actor.cfg.lora.enabled
+        ):  # the adapter (optimizer restarts)
+            from vime.backends.megatron_utils.lora import load_adapter_state, read_adapter_dir
+
+            load_adapter_state(
+                self.actor.model, read_adapter_dir(iter_dir(self.args.load, rollout_id) / "adapter")
+            )
+            self.kl_ctl.value = state.get("kl_coef", self.kl_ctl.value)
+            self.actor.step = state.get("optimizer_steps", self.actor.step)
+            return rollout_id
         optimizer = self.actor.optimizer if state.get("has_optimizer", True) else None
         load_checkpoint(unwrap(self.actor.model), optimizer, self.args.load, rollout_id)
         self.kl_ctl.value = state.get("kl_coef", self.kl_ctl.value)
@@ -235,14 +341,18 @@ class MegatronTrainBackend(TrainBackend):
         logger.info("resumed from %s (rollout %d)", self.args.load, rollout_id)
         return rollout_id
 
-    def offload(self) -> None:
-        if torch.cuda.is_available():
-            for actor in (self.actor, self.ref):
-                if actor is not None:
-                    actor.offload()
+    def offload(self) -> dict[str, float]:
+        """Policy and reference to their host regions (kept across steps); what that took."""
+        from vime.backends.megatron_utils.offload import offload_metrics
 
-    def onload(self) -> None:
-        if torch.cuda.is_available():
-            for actor in (self.actor, self.ref):
-                if actor is not None:
-                    actor.onload()
+        if not torch.cuda.is_available():
+            return {}
+        actors = [a for a in (self.actor, self.ref) if a is not None]
+        for actor in actors:
+            actor.offload()
+        return offload_metrics([a.last_offload for a in actors if a.last_offload is not None])
+
+    def onload(self) -> dict[str, float]:
+        if not torch.cuda.is_available():
+            return {}
+        return {"offload/onload_s": sum(a.onload() for a in (self.actor, self.ref) if a is not None)}

@@ -1,4 +1,4 @@
-"""Read a Hugging Face config of the Qwen2 / Qwen3 / Llama families into one plain shape record.
+"""Read a Hugging Face config (Qwen2 / Qwen3 / Llama, Qwen3-MoE / GLM-4.x-MoE) into one plain shape record.
 
 Everything else in this package (model building, weight mapping) works from ``ModelShape`` so that
 adding a family means teaching this file its config fields, nothing more.
@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SUPPORTED_FAMILIES = ("qwen2", "qwen3", "llama")
+from vime.utils.moe_arch import MOE_FAMILIES, MoeArch, hf_moe_fields, moe_arch_from_hf_config
+
+SUPPORTED_FAMILIES = ("qwen2", "qwen3", "llama", *MOE_FAMILIES)
 
 
 @dataclass(frozen=True)
@@ -32,16 +34,29 @@ class ModelShape:
     qk_layernorm: bool
     tie_word_embeddings: bool
     rope_scaling_factor: float | None = None  # llama3-style rope scaling, when the config has it
+    rotary_percent: float = 1.0  # share of each head's dimensions RoPE rotates (GLM-4.x: 0.5)
+    moe: MoeArch | None = None  # the experts of an MoE model (``ffn_hidden_size``: its dense layers)
 
     def num_params(self) -> int:
         """Parameter count of the HF model (embeddings counted once when tied)."""
+        return self._count(active=False)
+
+    def active_params(self) -> int:
+        """Parameters one token goes through: all but the routed experts it is not sent to."""
+        return self._count(active=True)
+
+    def _count(self, active: bool) -> int:
         h, f, hd = self.hidden_size, self.ffn_hidden_size, self.head_dim
         q, kv = self.num_attention_heads * hd, self.num_query_groups * hd
         attn = h * (q + 2 * kv) + q * h + (q + 2 * kv if self.qkv_bias else 0)
         attn += 2 * hd if self.qk_layernorm else 0
-        per_layer = attn + 3 * h * f + 2 * h
+        if self.moe is None:
+            mlp = self.num_layers * 3 * h * f
+        else:
+            total, per_token = self.moe.mlp_params(h, f)
+            mlp = per_token if active else total
         embed = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
-        return self.num_layers * per_layer + embed + h
+        return self.num_layers * (attn + 2 * h) + mlp + embed + h
 
 
 def _get(cfg: Any, name: str, default: Any = None) -> Any:
@@ -71,6 +86,9 @@ def shape_from_hf_config(cfg: Any) -> ModelShape:
     heads = _get(cfg, "num_attention_heads")
     hidden = _get(cfg, "hidden_size")
     theta, factor = _rope(cfg)
+    partial = _get(cfg, "partial_rotary_factor") or (_get(cfg, "rope_parameters") or {}).get(
+        "partial_rotary_factor"
+    )
     return ModelShape(
         family=family,
         num_layers=_get(cfg, "num_hidden_layers"),
@@ -84,9 +102,11 @@ def shape_from_hf_config(cfg: Any) -> ModelShape:
         rms_norm_eps=_get(cfg, "rms_norm_eps", 1e-6),
         rope_theta=theta,
         qkv_bias=True if family == "qwen2" else bool(_get(cfg, "attention_bias", False)),
-        qk_layernorm=family == "qwen3",
+        qk_layernorm=family in ("qwen3", "qwen3_moe") or bool(_get(cfg, "use_qk_norm", False)),
         tie_word_embeddings=bool(_get(cfg, "tie_word_embeddings", False)),
         rope_scaling_factor=factor,
+        rotary_percent=float(partial or 1.0),
+        moe=moe_arch_from_hf_config(cfg),
     )
 
 
@@ -106,8 +126,13 @@ def hf_config_dict(shape: ModelShape) -> dict[str, Any]:
         "rope_theta": shape.rope_theta,
         "tie_word_embeddings": shape.tie_word_embeddings,
     }
-    if shape.family == "llama":
+    if shape.family in ("llama", "glm4_moe"):
         config["attention_bias"] = shape.qkv_bias
+    if shape.family == "glm4_moe":
+        config["use_qk_norm"] = shape.qk_layernorm
+        config["partial_rotary_factor"] = shape.rotary_percent
+    if shape.moe is not None:
+        config |= hf_moe_fields(shape.moe, shape.family)
     if shape.rope_scaling_factor is not None:
         config["rope_scaling"] = {"rope_type": "llama3", "factor": shape.rope_scaling_factor}
     return config

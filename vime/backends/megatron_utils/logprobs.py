@@ -58,20 +58,38 @@ def vocab_parallel_logprobs_and_entropy(
     return log_probs, entropy
 
 
+def _chunked(fn, logits: torch.Tensor, targets: torch.Tensor, chunk: int):
+    """``fn`` over ``chunk`` positions at a time (``--log-probs-chunk-size``): the fp32 copy of the
+    logits and the softmax exist for one chunk at a time; under autograd each chunk is recomputed
+    in the backward pass (activation checkpointing), so the saved tensors stay per chunk too."""
+    from torch.utils.checkpoint import checkpoint
+
+    lps, ents = [], []
+    for start in range(0, logits.shape[1], chunk):
+        piece = (logits[:, start : start + chunk], targets[:, start : start + chunk])
+        if torch.is_grad_enabled() and logits.requires_grad:
+            lp, ent = checkpoint(fn, *piece, use_reentrant=False)
+        else:
+            lp, ent = fn(*piece)
+        lps.append(lp)
+        ents.append(ent)
+    return torch.cat(lps, dim=1), (torch.cat(ents, dim=1) if ents[0] is not None else None)
+
+
 def token_logprobs_from_logits(
     logits: torch.Tensor,
     input_ids: torch.Tensor,
     true_vocab_size: int,
     with_entropy: bool = True,
     temperature: float = 1.0,
+    chunk_size: int = -1,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-probs aligned to ``input_ids``: position t holds log p(token t | tokens < t); position 0 is 0.
 
     ``temperature`` divides the logits, as the engine did when sampling. Uses the tensor-parallel
-    group of ``megatron.core.parallel_state`` when it is initialised.
+    group of ``megatron.core.parallel_state`` when it is initialised. ``chunk_size`` > 0 computes
+    that many positions at a time (same numbers, less memory).
     """
-    if temperature != 1.0:
-        logits = logits.float() / temperature
     from megatron.core import parallel_state
 
     group = None
@@ -79,8 +97,18 @@ def token_logprobs_from_logits(
     if parallel_state.model_parallel_is_initialized():
         group = parallel_state.get_tensor_model_parallel_group()
         vocab_start = parallel_state.get_tensor_model_parallel_rank() * logits.shape[-1]
-    lp, ent = vocab_parallel_logprobs_and_entropy(
-        logits[:, :-1], input_ids[:, 1:], vocab_start, true_vocab_size, group, with_entropy
-    )
+
+    def per_position(piece: torch.Tensor, targets: torch.Tensor):
+        if temperature != 1.0:
+            piece = piece.float() / temperature
+        return vocab_parallel_logprobs_and_entropy(
+            piece, targets, vocab_start, true_vocab_size, group, with_entropy
+        )
+
+    shifted, targets = logits[:, :-1], input_ids[:, 1:]
+    if 0 < chunk_size < shifted.shape[1]:
+        lp, ent = _chunked(per_position, shifted, targets, chunk_size)
+    else:
+        lp, ent = per_position(shifted, targets)
     pad = lp.new_zeros(lp.shape[0], 1)
     return torch.cat([pad, lp], dim=1), (torch.cat([pad, ent], dim=1) if ent is not None else None)

@@ -6,21 +6,28 @@ the CPU parity tests build the very same module tree that trains on the GPUs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from vime.backends.megatron_utils.hf_config import ModelShape, padded_vocab_size
+from vime.backends.megatron_utils.norms import with_torch_norms
+from vime.utils.args.megatron_runtime import MegatronRuntime
+from vime.utils.args.moe import MoeFlags
 
 
 @dataclass(frozen=True)
 class ParallelSizes:
-    """Tensor, pipeline and context parallel sizes; data parallel is whatever remains."""
+    """Tensor, pipeline and context parallel sizes; data parallel is whatever remains. Routed experts
+    are split over ``ep`` ranks and each expert over ``etp`` (None: ``tp``), carved out of the same ranks."""
 
     tp: int = 1
     pp: int = 1
     cp: int = 1
+    ep: int = 1
+    etp: int | None = None
 
     def data_parallel_size(self, world_size: int) -> int:
         model_parallel = self.tp * self.pp * self.cp
@@ -32,14 +39,58 @@ class ParallelSizes:
         return world_size // model_parallel
 
 
-def transformer_config(shape: ModelShape, sizes: ParallelSizes, dtype: torch.dtype, *, use_cpu_init: bool):
-    """The ``TransformerConfig`` that reproduces the HF architecture with Megatron's local modules."""
+def runtime_fields(runtime: MegatronRuntime) -> dict:
+    """The ``TransformerConfig`` fields of Megatron's runtime flags (recompute, dropout, kernels)."""
+    return {
+        "hidden_dropout": runtime.hidden_dropout,
+        "attention_dropout": runtime.attention_dropout,
+        "recompute_granularity": runtime.recompute_granularity,
+        "recompute_method": runtime.recompute_method if runtime.recompute_granularity == "full" else None,
+        "recompute_num_layers": runtime.recompute_num_layers
+        if runtime.recompute_granularity == "full"
+        else None,
+        "attention_softmax_in_fp32": runtime.attention_softmax_in_fp32,
+        "num_layers_in_first_pipeline_stage": runtime.decoder_first_pipeline_num_layers,
+        "num_layers_in_last_pipeline_stage": runtime.decoder_last_pipeline_num_layers,
+        "sequence_parallel": runtime.effective_sequence_parallel,
+    }
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How the model is built beyond its shape: Megatron's --spec, vocabulary padding, position table."""
+
+    spec: tuple[str, str] | None = None
+    spec_args: Any = None  # the namespace a --spec function receives (slime's signature)
+    vocab_divisible_by: int = 128
+    max_position_embeddings: int | None = None
+    moe: MoeFlags = field(default_factory=MoeFlags)  # how megatron-core runs the experts (moe_config)
+
+
+def transformer_config(
+    shape: ModelShape,
+    sizes: ParallelSizes,
+    dtype: torch.dtype,
+    *,
+    use_cpu_init: bool,
+    runtime: MegatronRuntime | None = None,
+    moe: MoeFlags | None = None,
+):
+    """The ``TransformerConfig`` that reproduces the HF architecture with Megatron's local modules,
+    run as Megatron's runtime flags say (``runtime``; defaults: no recompute, no dropout, SDPA) and,
+    for an MoE model, its MoE flags (``moe``)."""
     from megatron.core.transformer.transformer_config import TransformerConfig
 
+    from vime.backends.megatron_utils.moe_config import bind_router_gemm_without_te, moe_transformer_kwargs
+
+    if shape.moe is not None:
+        bind_router_gemm_without_te()  # whatever layer spec builds the experts
     if sizes.cp > 1:
         raise ValueError(
             "--context-parallel-size > 1 needs TransformerEngine attention, which this install lacks; use 1"
         )
+    if runtime is None:
+        runtime = MegatronRuntime(tensor_model_parallel_size=sizes.tp, pipeline_model_parallel_size=sizes.pp)
     return TransformerConfig(
         num_layers=shape.num_layers,
         hidden_size=shape.hidden_size,
@@ -54,12 +105,9 @@ def transformer_config(shape: ModelShape, sizes: ParallelSizes, dtype: torch.dty
         add_bias_linear=False,
         add_qkv_bias=shape.qkv_bias,
         qk_layernorm=shape.qk_layernorm,
-        hidden_dropout=0.0,
-        attention_dropout=0.0,
         tensor_model_parallel_size=sizes.tp,
         pipeline_model_parallel_size=sizes.pp,
         context_parallel_size=sizes.cp,
-        sequence_parallel=False,  # torch's RMSNorm (local spec) does not support it
         params_dtype=dtype,
         bf16=dtype == torch.bfloat16,
         fp16=dtype == torch.float16,
@@ -72,22 +120,68 @@ def transformer_config(shape: ModelShape, sizes: ParallelSizes, dtype: torch.dty
         masked_softmax_fusion=False,
         persist_layer_norm=False,
         apply_rope_fusion=False,
-        attention_softmax_in_fp32=True,
         # vime's loss already divides by the global denominator: no per-micro-batch averaging,
         # gradients summed across data parallel (see optimizer.finalize_grads_summed)
         calculate_per_token_loss=True,
+        # micro-batches of dynamic batching differ in length: pipeline stages exchange their shapes
+        variable_seq_lengths=sizes.pp > 1,
+        **runtime_fields(runtime),
+        **(moe_transformer_kwargs(shape.moe, moe or MoeFlags(), sizes.ep, sizes.etp) if shape.moe else {}),
     )
 
 
-def layer_spec(shape: ModelShape):
-    """Megatron's local layer spec with SDPA core attention swapped in."""
+def layer_spec(shape: ModelShape, attention_backend: str = "auto"):
+    """Megatron's local layer spec; SDPA core attention swapped in unless ``--attention-backend
+    local`` asks for Megatron's own (unfused) attention."""
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+
+    spec = get_gpt_layer_local_spec(qk_layernorm=shape.qk_layernorm, normalization="RMSNorm")
+    attention = layer_spec_attention(attention_backend)
+    if attention is not None:
+        spec.submodules.self_attention.submodules.core_attention = attention
+    return spec
+
+
+def moe_layer_specs(config, attention_backend: str = "auto"):
+    """An MoE model's decoder block: a dense or an MoE layer spec per layer (``moe_layer_freq``), each
+    with the core attention of :func:`layer_spec`."""
+    from vime.backends.megatron_utils.moe_config import moe_block_spec
+
+    return moe_block_spec(config, layer_spec_attention(attention_backend))
+
+
+def layer_spec_attention(attention_backend: str):
+    """The core attention :func:`layer_spec` puts in (None: Megatron's own, for ``local``)."""
+    from megatron.core.transformer.spec_utils import ModuleSpec
 
     from vime.backends.megatron_utils.sdpa_attention import SDPACoreAttention
 
-    spec = get_gpt_layer_local_spec(qk_layernorm=shape.qk_layernorm, normalization="RMSNorm")
-    spec.submodules.self_attention.submodules.core_attention = SDPACoreAttention
-    return spec
+    if attention_backend == "local":
+        return None
+    return ModuleSpec(module=SDPACoreAttention, params={"kernel": attention_backend})
+
+
+def spec_from_flag(spec: tuple[str, str], spec_args: Any, config):
+    """``--spec MODULE NAME`` as slime reads it: the named spec, or ``fn(args, config, vp_stage)``'s."""
+    import inspect
+
+    from megatron.core.transformer.spec_utils import import_module
+
+    try:
+        found = import_module(list(spec))
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(
+            f"--spec {' '.join(spec)}: cannot import it ({exc}); put its module on PYTHONPATH"
+        ) from None
+    if not callable(found):
+        return found
+    result = found(spec_args, config, None)
+    if callable(result) and "pre_process" in inspect.signature(result).parameters:
+        raise ValueError(
+            f"--spec {' '.join(spec)} returns a model provider (a whole custom model, e.g. a VLM); vime builds "
+            "GPT models from a layer spec only"
+        )
+    return result
 
 
 def build_gpt_model(
@@ -98,21 +192,34 @@ def build_gpt_model(
     use_cpu_init: bool = False,
     pre_process: bool | None = None,
     post_process: bool | None = None,
+    runtime: MegatronRuntime | None = None,
+    build: BuildOptions | None = None,
 ):
     """One pipeline stage of the model (the whole model when pp == 1). Needs parallel_state set up."""
     from megatron.core import parallel_state
     from megatron.core.models.gpt import GPTModel
 
+    build = build or BuildOptions()
     if pre_process is None:
         pre_process = parallel_state.is_pipeline_first_stage()
     if post_process is None:
         post_process = parallel_state.is_pipeline_last_stage()
-    config = transformer_config(shape, sizes, dtype, use_cpu_init=use_cpu_init)
+    config = transformer_config(
+        shape, sizes, dtype, use_cpu_init=use_cpu_init, runtime=runtime, moe=build.moe
+    )
+    attention = runtime.attention_backend if runtime is not None else "auto"
+    if build.spec is not None:
+        spec = spec_from_flag(build.spec, build.spec_args, config)
+    elif shape.moe is not None:
+        spec = moe_layer_specs(config, attention)
+    else:
+        spec = layer_spec(shape, attention)
+    spec = with_torch_norms(spec, config)  # in the model's dtype, and usable with --sequence-parallel
     model = GPTModel(
         config=config,
-        transformer_layer_spec=layer_spec(shape),
-        vocab_size=padded_vocab_size(shape.vocab_size, sizes.tp),
-        max_sequence_length=shape.max_position_embeddings,
+        transformer_layer_spec=spec,
+        vocab_size=padded_vocab_size(shape.vocab_size, sizes.tp, build.vocab_divisible_by),
+        max_sequence_length=build.max_position_embeddings or shape.max_position_embeddings,
         pre_process=pre_process,
         post_process=post_process,
         parallel_output=True,
@@ -121,5 +228,19 @@ def build_gpt_model(
         rotary_base=int(shape.rope_theta),
         rope_scaling=shape.rope_scaling_factor is not None,
         rope_scaling_factor=shape.rope_scaling_factor or 8.0,
+        rotary_percent=shape.rotary_percent,
     )
+    norms_in_dtype(model, dtype)
     return model
+
+
+def norms_in_dtype(model: torch.nn.Module, dtype: torch.dtype) -> int:
+    """The local spec's torch norms are made in fp32 whatever ``params_dtype`` says: cast them to the
+    training dtype, as Megatron-LM's Float16Module casts the whole model. In fp32 beside bf16
+    activations they cannot use the fused kernel, and the distributed optimizer keeps their shards
+    as views, which megatron-core's CPU-offload optimizer refuses ("can't optimize a non-leaf Tensor").
+    Returns how many norms were cast."""
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.RMSNorm | torch.nn.LayerNorm)]
+    for norm in norms:
+        norm.to(dtype)
+    return len(norms)

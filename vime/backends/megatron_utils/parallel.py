@@ -1,4 +1,4 @@
-"""Set up torch.distributed and Megatron's tensor / pipeline / context / data parallel groups."""
+"""Set up torch.distributed and Megatron's tensor / pipeline / context / expert / data parallel groups."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ def init_megatron_parallel(sizes: ParallelSizes, seed: int = 1234) -> int:
             tensor_model_parallel_size=sizes.tp,
             pipeline_model_parallel_size=sizes.pp,
             context_parallel_size=sizes.cp,
+            expert_model_parallel_size=sizes.ep,
+            expert_tensor_parallel_size=sizes.etp,
         )
         if cuda:
             tensor_parallel.model_parallel_cuda_manual_seed(seed)

@@ -3,6 +3,9 @@
 Megatron-core's local spec ships an unfused attention (a full score matrix per head); without
 TransformerEngine that is the slow path on GPUs. PyTorch's SDPA picks flash / memory-efficient
 kernels on CUDA and a plain kernel on the CPU, with the same causal semantics.
+``--attention-backend`` (``config.attention_backend``) narrows the choice: flash, fused
+(memory-efficient), unfused (math), auto (SDPA decides). Every SDPA kernel accumulates the
+softmax in fp32, which is what ``--attention-softmax-in-fp32`` asks for.
 """
 
 from __future__ import annotations
@@ -11,9 +14,19 @@ import torch
 import torch.nn.functional as F
 from megatron.core.transformer.dot_product_attention import DotProductAttention
 
+from vime.backends.attention_kernels import sdpa_choice
+
 
 class SDPACoreAttention(DotProductAttention):
-    """Drop-in for ``DotProductAttention`` (causal self-attention only, no packed sequences)."""
+    """Drop-in for ``DotProductAttention`` (causal self-attention only, no packed sequences).
+
+    ``kernel`` is ``--attention-backend`` (a layer-spec parameter: megatron-core's own
+    ``attention_backend`` field would also set Transformer Engine's environment switches).
+    """
+
+    def __init__(self, *args, kernel: str = "auto", **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.kernel = kernel
 
     def forward(
         self,
@@ -34,12 +47,13 @@ class SDPACoreAttention(DotProductAttention):
         if groups > 1:
             k = k.repeat_interleave(groups, dim=1)
             v = v.repeat_interleave(groups, dim=1)
-        out = F.scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            is_causal=True,
-            dropout_p=self.attention_dropout.p if self.training else 0.0,
-            scale=self.softmax_scale,
-        )
+        with sdpa_choice(self.kernel):
+            out = F.scaled_dot_product_attention(
+                q,
+                k,
+                v,
+                is_causal=True,
+                dropout_p=self.attention_dropout.p if self.training else 0.0,
+                scale=self.softmax_scale,
+            )
         return out.permute(2, 0, 1, 3).reshape(seq, batch, -1)

@@ -8,42 +8,24 @@ from interleaving their buckets on the same engines.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 import torch
 
-from vime.backends.megatron_utils.buckets import TensorMeta, bucket_nbytes, pack_into, plan_buckets
-from vime.backends.megatron_utils.hf_io import hf_views, iter_hf_tensors, plan_hf_tensors
+from vime.backends.megatron_utils.buckets import (
+    CachedPacker,
+    TensorMeta,
+    bucket_nbytes,
+    pack_into,
+    plan_buckets,
+)
+from vime.backends.megatron_utils.hf_io import hf_views, iter_hf_tensors, plan_hf_tensors, shard_layout
 from vime.backends.megatron_utils.weight_sinks import WeightSink
 
 # 512 MiB: the measured best for a 1.5B model on two H200s (docs/benchmarks.md), and the default of
 # --update-weight-buffer-size
 DEFAULT_BUCKET_BYTES = 512 << 20
-
-
-class FileLock:
-    """A cross-process lock on one host (fcntl), the default guard around an engine update.
-
-    Ray deployments pass their own lock (any object with acquire/release, e.g. a named Ray actor).
-    """
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self._fd: int | None = None
-
-    def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-
-    def release(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
 
 
 @contextlib.contextmanager
@@ -67,11 +49,13 @@ def send_weights(
     device: torch.device | str | None = None,
     progress: bool = True,
     buffers: list[torch.Tensor | None] | None = None,
+    packer: CachedPacker | None = None,
 ) -> int:
     """Pack ``named_tensors`` (produced lazily, in plan order) bucket by bucket into ``sink``.
 
     Two pack buffers alternate (pass a list of two to keep them between calls), so packing bucket
-    i+1 overlaps an asynchronous send of bucket i. Returns the bytes sent.
+    i+1 overlaps an asynchronous send of bucket i. With those buffers kept, a ``packer`` keeps each
+    bucket's destination views too (one fused copy per bucket). Returns the bytes sent.
     """
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
@@ -100,7 +84,12 @@ def send_weights(
             if buffers[slot] is None or buffers[slot].numel() < need:
                 dev = device if device is not None else batch[0][1].device
                 buffers[slot] = torch.empty(max(need, bucket_nbytes(plan[0])), dtype=torch.uint8, device=dev)
-            sink.send(metas, pack_into(buffers[slot], metas, [t for _, t in batch]))
+            tensors_of_bucket = [t for _, t in batch]
+            if packer is not None:
+                flat = packer.pack(i, buffers[slot], metas, tensors_of_bucket)
+            else:
+                flat = pack_into(buffers[slot], metas, tensors_of_bucket)
+            sink.send(metas, flat)
             bar.update(task, advance=need)
         sink.finish()
     return total
@@ -109,7 +98,7 @@ def send_weights(
 class WeightExporter:
     """The export of one model: bucket plan built once and reused for every update.
 
-    At tensor-parallel size 1 it also keeps zero-copy views of the parameters under HF names
+    At tensor and expert parallel size 1 it also keeps zero-copy views of the parameters under HF names
     (hf_io.hf_views), so an update is nothing but one copy per tensor into the bucket buffers and one
     broadcast per bucket. With tensor parallel > 1 every update gathers the shards again.
     Every rank calls ``send`` (the gathers are collective); only the first data-parallel, first
@@ -123,13 +112,13 @@ class WeightExporter:
         bucket_bytes: int = DEFAULT_BUCKET_BYTES,
         first_bucket_bytes: int | None = None,
     ):
-        from megatron.core import parallel_state
-
         self.model, self.shape = model, shape
         self.plan = plan_buckets(plan_hf_tensors(model, shape), bucket_bytes, first_bucket_bytes)
-        tp1 = parallel_state.get_tensor_model_parallel_world_size() == 1
-        self.views = hf_views(model, shape) if tp1 else None
+        layout = shard_layout(model)
+        unsharded = layout.tp_size == 1 and layout.ep_size == 1 and layout.etp_size == 1
+        self.views = hf_views(model, shape) if unsharded else None
         self.buffers: list[torch.Tensor | None] = [None, None]
+        self.packer = CachedPacker()
 
     def in_place(self) -> list[tuple[str, torch.Tensor]]:
         """The HF tensors as views of the parameters, in their HF shapes.
@@ -165,14 +154,32 @@ class WeightExporter:
         from megatron.core import parallel_state
 
         if parallel_state.get_data_parallel_rank() != 0:
+            if _holds_experts_for_sender(self.model):  # its experts join the sender's gathers
+                for _ in iter_hf_tensors(self.model, self.shape, experts_only=True):
+                    pass
             return 0
         if is_weight_source():
             if self.views is not None and getattr(sink, "takes_views", False):
                 return sink.send_views(self.in_place())  # no packing: the engine copies from the parameters
-            return send_weights(self.tensors(), self.plan, sink, buffers=self.buffers, **kwargs)
+            return send_weights(
+                self.tensors(), self.plan, sink, buffers=self.buffers, packer=self.packer, **kwargs
+            )
         for _ in self.tensors():  # take part in the tensor-parallel gathers
             pass
         return 0
+
+
+def _holds_experts_for_sender(model: torch.nn.Module) -> bool:
+    """A rank outside data-parallel rank 0 whose routed experts the sender still needs: with expert
+    parallel the experts of one model copy are spread over the expert-data-parallel rank 0 ranks."""
+    from megatron.core import parallel_state
+
+    layout = shard_layout(model)
+    return (
+        layout.local_experts > 0
+        and layout.ep_size * layout.etp_size > 1
+        and parallel_state.get_expert_data_parallel_rank() == 0
+    )
 
 
 def is_weight_source() -> bool:

@@ -1,7 +1,9 @@
-"""HF <-> Megatron parameter mapping for Qwen2 / Qwen3 / Llama, per tensor-parallel shard.
+"""HF <-> Megatron parameter mapping for Qwen2 / Qwen3 / Llama / Qwen3-MoE / GLM-4.x-MoE, per shard.
 
 Each Megatron parameter has a ``Rule``: which HF tensors it is made of and how it is split across
-tensor-parallel ranks. ``to_megatron_shard`` builds one rank's shard from HF tensors (loading);
+tensor-parallel ranks. A routed expert's rule is marked ``expert``: it lives on one expert-parallel
+rank (local expert ``e`` of rank ``r`` is HF expert ``r * local_experts + e``) and is split across
+the expert-tensor-parallel group instead of the tensor-parallel one. ``to_megatron_shard`` builds one rank's shard from HF tensors (loading);
 ``to_hf`` rebuilds the HF tensors from all ranks' shards (export), dropping vocabulary padding.
 Both are pure tensor functions, so the round trip is tested without any process group.
 """
@@ -30,6 +32,7 @@ class Split(Enum):
 class Rule:
     hf_names: tuple[str, ...]
     split: Split
+    expert: bool = False  # a routed expert: sharded by expert parallel, split by expert tensor parallel
 
 
 _LAYER = re.compile(r"^decoder\.layers\.(\d+)\.(.+)$")
@@ -49,11 +52,25 @@ _LAYER_SUFFIX = {
     "pre_mlp_layernorm.weight": (("post_attention_layernorm.weight",), Split.REPLICATED),
     "mlp.linear_fc1.weight": (("mlp.gate_proj.weight", "mlp.up_proj.weight"), Split.GATE_UP),
     "mlp.linear_fc2.weight": (("mlp.down_proj.weight",), Split.ROW),
+    # mixture-of-experts layers (Megatron's local spec: a router, SequentialMLP experts, shared experts)
+    "mlp.router.weight": (("mlp.gate.weight",), Split.REPLICATED),
+    "mlp.router.expert_bias": (("mlp.gate.e_score_correction_bias",), Split.REPLICATED),
+    "mlp.shared_experts.linear_fc1.weight": (
+        ("mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"),
+        Split.GATE_UP,
+    ),
+    "mlp.shared_experts.linear_fc2.weight": (("mlp.shared_experts.down_proj.weight",), Split.ROW),
+}
+_EXPERT = re.compile(r"^mlp\.experts\.local_experts\.(\d+)\.(linear_fc1|linear_fc2)\.weight$")
+_EXPERT_HF = {
+    "linear_fc1": (("gate_proj.weight", "up_proj.weight"), Split.GATE_UP),
+    "linear_fc2": (("down_proj.weight",), Split.ROW),
 }
 
 
-def rule_for(name: str, shape: ModelShape, layer_offset: int = 0) -> Rule:
-    """The rule for a Megatron parameter name; ``layer_offset`` turns stage-local layer numbers global."""
+def rule_for(name: str, shape: ModelShape, layer_offset: int = 0, expert_offset: int = 0) -> Rule:
+    """The rule for a Megatron parameter name; ``layer_offset`` turns stage-local layer numbers global,
+    ``expert_offset`` local expert numbers (this expert-parallel rank's first expert)."""
     if name == "embedding.word_embeddings.weight":
         return Rule(("model.embed_tokens.weight",), Split.VOCAB)
     if name == "output_layer.weight":
@@ -66,6 +83,12 @@ def rule_for(name: str, shape: ModelShape, layer_offset: int = 0) -> Rule:
         layer = int(match.group(1)) + layer_offset
         suffixes, split = _LAYER_SUFFIX[match.group(2)]
         return Rule(tuple(f"model.layers.{layer}.{s}" for s in suffixes), split)
+    expert = _EXPERT.match(match.group(2)) if match else None
+    if expert:
+        layer, index = int(match.group(1)) + layer_offset, int(expert.group(1)) + expert_offset
+        suffixes, split = _EXPERT_HF[expert.group(2)]
+        prefix = f"model.layers.{layer}.mlp.experts.{index}"
+        return Rule(tuple(f"{prefix}.{s}" for s in suffixes), split, expert=True)
     raise KeyError(
         f"no HF mapping for Megatron parameter {name!r}; the model family {shape.family} may need a rule"
     )

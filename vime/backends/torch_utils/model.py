@@ -12,11 +12,13 @@ from torch import nn
 logger = logging.getLogger(__name__)
 
 
-def load_causal_lm(path: str, dtype: torch.dtype) -> nn.Module:
-    """A Hugging Face causal LM from a local dir (never the hub)."""
+def load_causal_lm(path: str, dtype: torch.dtype, attention_dropout: float | None = None) -> nn.Module:
+    """A Hugging Face causal LM from a local dir (never the hub); ``attention_dropout`` overrides the
+    config's (``--attention-dropout``)."""
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
+    overrides = {} if attention_dropout is None else {"attention_dropout": attention_dropout}
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True, **overrides)
     model.config.use_cache = False
     return model
 
@@ -77,24 +79,21 @@ def unwrap(model: nn.Module) -> nn.Module:
 
 def lr_lambda(args: Namespace, total_steps: int):
     """Warmup then constant / linear / cosine decay towards ``--min-lr``, as a LambdaLR factor."""
-    import math
+    from vime.backends.lr_schedule import LrSchedule
 
-    floor = args.min_lr / args.lr if args.lr else 0.0
-
-    def factor(step: int) -> float:
-        if args.lr_warmup_iters and step < args.lr_warmup_iters:
-            return (step + 1) / args.lr_warmup_iters
-        if args.lr_decay_style == "constant" or total_steps <= args.lr_warmup_iters:
-            return 1.0
-        progress = min(1.0, (step - args.lr_warmup_iters) / max(1, total_steps - args.lr_warmup_iters))
-        if args.lr_decay_style == "linear":
-            return floor + (1 - floor) * (1 - progress)
-        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
-
-    return factor
+    return LrSchedule.from_args(args, total_steps).factor
 
 
 def make_optimizer(args: Namespace, params, lr: float) -> torch.optim.Optimizer:
+    """``--optimizer adam``: AdamW (decoupled weight decay, as Megatron's adam); ``sgd``: SGD with
+    ``--sgd-momentum`` and L2 weight decay (as Megatron's)."""
+    if args.optimizer == "sgd":
+        return torch.optim.SGD(
+            [p for p in params if p.requires_grad],
+            lr=lr,
+            momentum=args.sgd_momentum,
+            weight_decay=args.weight_decay,
+        )
     return torch.optim.AdamW(
         [p for p in params if p.requires_grad],
         lr=lr,

@@ -18,16 +18,12 @@ from vime.algorithms import (
     LossConfig,
     actor_loss,
     aggregate,
-    approx_kl,
-    gae_advantages,
     global_denominator,
-    masked_whiten,
-    reinforce_plus_plus_advantages,
-    token_rewards,
     value_loss,
 )
-from vime.algorithms.aggregation import masked_mean
+from vime.backends.loss_hooks import loss_hooks_for
 from vime.backends.torch_utils.forward import response_logprobs, response_values
+from vime.backends.torch_utils.training_modes import custom_forward_loss, sft_forward_loss
 from vime.backends.train_data import TrainBatch, pad_2d, unpad
 
 
@@ -44,56 +40,62 @@ def micro_batches(indices: list[int], size: int) -> list[list[int]]:
     return [indices[i : i + size] for i in range(0, len(indices), size)]
 
 
+def _groups(batch: TrainBatch, micro_batch_size: int, groups: list[list[int]] | None) -> list[list[int]]:
+    return groups if groups is not None else micro_batches(list(range(len(batch))), micro_batch_size)
+
+
+def _in_order(values: dict[int, torch.Tensor], n: int) -> list[torch.Tensor]:
+    return [values[i] for i in range(n)]
+
+
 @torch.no_grad()
-def batched_logprobs(model: nn.Module, batch: TrainBatch, micro_batch_size: int, temperature: float):
-    """Response log-probs of every sample, one unpadded tensor each."""
-    out: list[torch.Tensor] = []
-    for chunk in micro_batches(list(range(len(batch))), micro_batch_size):
+def _idle_forwards(model: nn.Module, count: int) -> None:
+    """Forwards on one token that keep this rank's FSDP collectives in step with ranks that have
+    more micro-batches (dynamic batching can give ranks different counts in a forward pass)."""
+    for _ in range(count):
+        model(
+            input_ids=torch.zeros(1, 1, dtype=torch.long), attention_mask=torch.ones(1, 1, dtype=torch.long)
+        )
+
+
+@torch.no_grad()
+def batched_logprobs(
+    model: nn.Module,
+    batch: TrainBatch,
+    micro_batch_size: int,
+    temperature: float,
+    groups: list[list[int]] | None = None,
+    idle_forwards: int = 0,
+):
+    """Response log-probs of every sample, one unpadded tensor each, in ``batch`` order.
+
+    ``groups`` (indices into ``batch``) are the micro-batches (vime.backends.micro_batches);
+    without them, fixed chunks of ``micro_batch_size``.
+    """
+    out: dict[int, torch.Tensor] = {}
+    for chunk in _groups(batch, micro_batch_size, groups):
         piece = batch.select(chunk)
         log_probs, _ = response_logprobs(model, piece.tokens, piece.response_lengths, temperature=temperature)
-        out.extend(unpad(log_probs, piece.response_lengths))
-    return out
+        out.update(zip(chunk, unpad(log_probs, piece.response_lengths), strict=True))
+    _idle_forwards(model, idle_forwards)
+    return _in_order(out, len(batch))
 
 
 @torch.no_grad()
-def batched_values(critic: nn.Module, batch: TrainBatch, micro_batch_size: int) -> list[torch.Tensor]:
-    out: list[torch.Tensor] = []
-    for chunk in micro_batches(list(range(len(batch))), micro_batch_size):
+def batched_values(
+    critic: nn.Module,
+    batch: TrainBatch,
+    micro_batch_size: int,
+    groups: list[list[int]] | None = None,
+    idle_forwards: int = 0,
+) -> list[torch.Tensor]:
+    out: dict[int, torch.Tensor] = {}
+    for chunk in _groups(batch, micro_batch_size, groups):
         piece = batch.select(chunk)
-        out.extend(
-            unpad(response_values(critic, piece.tokens, piece.response_lengths), piece.response_lengths)
-        )
-    return out
-
-
-def compute_advantages(args: Namespace, batch: TrainBatch, kl_coef: float) -> dict[str, float]:
-    """Fill ``advantages`` (and ``returns`` for PPO) in ``batch.computed``; return KL statistics."""
-    mask = pad_2d(batch.loss_masks)
-    rewards = torch.tensor(batch.rewards, dtype=torch.float32)
-    kl = None
-    stats: dict[str, float] = {}
-    if "ref_log_probs" in batch.computed:
-        kl = approx_kl(pad_2d(batch.computed["old_log_probs"]), pad_2d(batch.computed["ref_log_probs"]), "k1")
-        stats["reward_kl"] = masked_mean(kl, mask).item()
-    estimator = args.advantage_estimator
-    returns = None
-    if estimator in ("grpo", "gspo", "cispo"):
-        advantages = rewards.unsqueeze(-1) * mask
-    elif estimator in ("reinforce_plus_plus", "reinforce_plus_plus_baseline"):
-        # rewards were already centred per group by the post-process hook for the baseline variant
-        advantages = reinforce_plus_plus_advantages(rewards, mask, kl, kl_coef, args.gamma)
-    elif estimator == "ppo":
-        values = pad_2d(batch.computed["values"])
-        per_token = token_rewards(rewards, mask, kl, kl_coef)
-        advantages, returns = gae_advantages(per_token, values, mask, args.gamma, args.lambd)
-    else:
-        raise ValueError(f"unknown --advantage-estimator {estimator!r}")
-    if args.normalize_advantages and estimator not in ("reinforce_plus_plus", "reinforce_plus_plus_baseline"):
-        advantages = masked_whiten(advantages, mask)
-    batch.computed["advantages"] = unpad(advantages, batch.response_lengths)
-    if returns is not None:
-        batch.computed["returns"] = unpad(returns, batch.response_lengths)
-    return stats
+        values = unpad(response_values(critic, piece.tokens, piece.response_lengths), piece.response_lengths)
+        out.update(zip(chunk, values, strict=True))
+    _idle_forwards(critic, idle_forwards)
+    return _in_order(out, len(batch))
 
 
 def _clip_and_step(params, optimizer, scheduler, clip: float) -> float:
@@ -110,7 +112,7 @@ def _clip_and_step(params, optimizer, scheduler, clip: float) -> float:
 def run_optimizer_steps(
     args: Namespace,
     batch: TrainBatch,
-    steps: list[list[int]],
+    steps: list[list[list[int]]],
     world_size: int,
     forward_loss: Callable[[TrainBatch, float], tuple[torch.Tensor, dict[str, float]]],
     params,
@@ -120,13 +122,14 @@ def run_optimizer_steps(
 ) -> dict[str, float]:
     """For each step: micro-batch forward/backward with the global denominator, then one update.
 
-    ``steps`` index into ``batch``. Returned metrics are global means over the steps.
+    ``steps[s]`` holds step s's micro-batches on this rank (indices into ``batch``), planned by
+    vime.backends.micro_batches. Returned metrics are global means over the steps.
     """
     totals: dict[str, float] = defaultdict(float)
     for step in steps:
-        piece_mask = pad_2d([batch.loss_masks[i] for i in step])
+        piece_mask = pad_2d([batch.loss_masks[i] for chunk in step for i in chunk])
         (denominator,) = all_reduce_sum([global_denominator(piece_mask, agg_mode)])
-        for chunk in micro_batches(step, args.micro_batch_size):
+        for chunk in step:
             loss, metrics = forward_loss(batch.select(chunk), denominator)
             # DDP and FSDP average gradients over ranks; the loss is already this rank's share
             # of the global mean, so undo the averaging to get the global sum.
@@ -143,7 +146,11 @@ def run_optimizer_steps(
 
 
 def actor_forward_loss(model: nn.Module, cfg: LossConfig, args: Namespace):
-    """The actor's per-micro-batch loss closure for :func:`run_optimizer_steps`."""
+    """The actor's per-micro-batch loss closure for :func:`run_optimizer_steps` (``--loss-type``)."""
+    if cfg.loss_type == "sft_loss":
+        return sft_forward_loss(model, args, cfg.agg_mode)
+    if cfg.loss_type == "custom_loss":
+        return custom_forward_loss(model, args)
 
     def forward(piece: TrainBatch, denominator: float):
         log_probs, entropy = response_logprobs(
@@ -165,6 +172,7 @@ def actor_forward_loss(model: nn.Module, cfg: LossConfig, args: Namespace):
             entropy=entropy,
             ref_log_probs=ref_lp,
             rollout_log_probs=rollout_lp,
+            hooks=loss_hooks_for(args, piece, denominator),
         )
 
     return forward

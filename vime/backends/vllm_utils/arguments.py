@@ -159,11 +159,18 @@ def _validate(parser: argparse.ArgumentParser, tokens: list[str], what: str, fla
         parser.error = original
 
 
+def _mirrored_values(args: argparse.Namespace, mirrored: Any) -> dict[str, Any]:
+    """The values of the mirrored ``--vllm-*``/``--router-*`` flags by dest (None: not given)."""
+    # getattr, not flag_value: these dests come from vLLM's and the router's own parsers at run
+    # time, not from vime's flag groups, so a namespace built without them simply lacks them
+    return {dest: getattr(args, dest, None) for dest in mirrored}
+
+
 def vllm_server_cli_args(args: argparse.Namespace, *, on_cpu: bool) -> list[str]:
     """The ``vllm serve`` arguments the user gave as ``--vllm-*`` (plus CPU defaults), validated by vLLM."""
     source = vllm_server_parser()
     mirrored = _mirror(source, argparse.ArgumentParser(add_help=False), "vllm", _VLLM_MANAGED)
-    values = {dest: getattr(args, dest, None) for dest in mirrored}
+    values = _mirrored_values(args, mirrored)
     if on_cpu:
         for dest, default in CPU_SERVER_DEFAULTS.items():
             if values.get(f"vllm_{dest}") is None:
@@ -177,6 +184,6 @@ def router_cli_args(args: argparse.Namespace) -> list[str]:
     """The ``vllm-router`` arguments the user gave as ``--router-*``, validated by the router's parser."""
     source = router_parser()
     mirrored = _mirror(source, argparse.ArgumentParser(add_help=False), "router", _ROUTER_MANAGED)
-    tokens = _tokens_for(source, mirrored, {dest: getattr(args, dest, None) for dest in mirrored})
+    tokens = _tokens_for(source, mirrored, _mirrored_values(args, mirrored))
     _validate(source, tokens, "vllm-router", "--router-*")
     return tokens

@@ -60,6 +60,9 @@ class VLLMEngine:
         self.weights_path: str | None = None  # the checkpoint the engine should hold (after restarts too)
         self.weight_version: str | None = None
         self.booted_from: str | None = None
+        self.lora_adapter: tuple[str, str] | None = (
+            None  # (name, path) served on top, reloaded after restarts
+        )
 
     # ----- lifecycle --------------------------------------------------------------------------
     def start(self, timeout_s: float = 600.0) -> dict[str, Any]:
@@ -78,7 +81,9 @@ class VLLMEngine:
         self.process.wait_healthy(self.url, timeout_s)
         if self.weights_path is not None and boot_path != self.weights_path:
             self.client.reload_weights_from_disk(self.weights_path)
-        if self.weight_version is not None:
+        if self.lora_adapter is not None:
+            self.client.update_lora_adapter(*self.lora_adapter, version=self.weight_version)
+        elif self.weight_version is not None:
             self.client.update_weight_version(self.weight_version)
         self.booted_from = boot_path
         seconds = time.monotonic() - started
@@ -154,6 +159,17 @@ class VLLMEngine:
         started = time.monotonic()
         self.client.update_weights_from_disk(path, version, pause_mode)
         self.weights_path = str(path)
+        if version is not None:
+            self.weight_version = str(version)
+        return time.monotonic() - started
+
+    def update_lora_adapter(
+        self, name: str, path: str, version: str | None = None, pause_mode: str = "wait"
+    ) -> float:
+        """Serve base + the adapter in ``path`` from now on (remembered for restarts); returns seconds."""
+        started = time.monotonic()
+        self.client.update_lora_adapter(name, path, version, pause_mode)
+        self.lora_adapter = (name, str(path))
         if version is not None:
             self.weight_version = str(version)
         return time.monotonic() - started

@@ -206,6 +206,23 @@ class EngineClient:
         finally:
             self.resume()
 
+    def update_lora_adapter(
+        self, name: str, path: str, version: str | None = None, pause_mode: str = "wait"
+    ) -> dict[str, Any]:
+        """Load the PEFT adapter in ``path`` as ``name`` (in place), in one call: pause → load → tag → resume.
+
+        Afterwards generate requests that name no model are served by base + adapter (vime's route
+        rewrites them), so rollout code and plugins need no change.
+        """
+        if not self.has_vime_routes():
+            raise EngineControlError(
+                f"{self.url} has no /vime/lora_adapter route (not started by vime): use --lora-sync merged"
+            )
+        body: dict[str, Any] = {"name": name, "path": str(path), "pause_mode": pause_mode}
+        if version is not None:
+            body["version"] = str(version)
+        return self._call("POST", "/vime/lora_adapter", json=body)
+
     # ----- GPU weight transfer (vLLM's weight-transfer API; needs --weight-transfer-config) --------------
     def init_weight_transfer_engine(self, init_info: dict[str, Any]) -> None:
         self._call("POST", "/init_weight_transfer_engine", json={"init_info": init_info})

@@ -26,8 +26,11 @@ from typing import Any
 
 PAUSE_CHOICES = ("auto", "always", "never")
 PAUSE_MODES = ("abort", "wait", "keep")
-ROUTES = ("/vime/info", "/vime/update_weights")
+ROUTES = ("/vime/info", "/vime/update_weights", "/vime/lora_adapter")
 UPDATE_FIELDS = ("method", "kwargs", "pause", "pause_mode", "resume", "version")
+ADAPTER_FIELDS = ("name", "path", "pause_mode", "version")
+# generate routes whose requests are served by the loaded adapter when they name no other model
+ADAPTED_ROUTES = ("/inference/v1/generate", "/v1/completions", "/v1/chat/completions")
 
 
 class RouteError(ValueError):
@@ -39,9 +42,12 @@ class VimeRoutes:
 
     def __init__(self, app):
         self.app = app
+        self.adapter: str | None = None  # set by /vime/lora_adapter: requests naming no model use it
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or not scope["path"].startswith("/vime/"):
+            if self.adapter is not None and scope["type"] == "http" and scope["path"] in ADAPTED_ROUTES:
+                receive = await _with_model(scope, receive, self.adapter)
             await self.app(scope, receive, send)
             return
         from starlette.requests import Request
@@ -54,6 +60,9 @@ class VimeRoutes:
                 body: dict[str, Any] = info()
             elif scope["path"] == "/vime/update_weights" and request.method == "POST":
                 body = await update_weights(engine, await _json(request))
+            elif scope["path"] == "/vime/lora_adapter" and request.method == "POST":
+                body = await load_adapter(engine, scope["app"].state, await _json(request))
+                self.adapter = body["name"]
             else:
                 response = JSONResponse({"error": f"no route {request.method} {scope['path']}"}, 404)
                 await response(scope, receive, send)
@@ -139,3 +148,91 @@ async def _resume(engine) -> None:
         await core.resume_scheduler_async()
     else:
         await engine.resume_generation()
+
+
+async def load_adapter(engine, state, body: dict[str, Any]) -> dict[str, Any]:
+    """Load (or replace in place) the LoRA adapter at ``path`` under ``name``; from then on every generate
+    request that names no model is served by base + adapter. Pause (caches cleared: their blocks were
+    computed with the old adapter; skipped when the engine sleeps, which did both) → load → tag
+    ``version`` → resume."""
+    unknown = sorted(set(body) - set(ADAPTER_FIELDS))
+    if unknown:
+        raise RouteError(f"unknown field {unknown[0]!r}: the fields are {', '.join(ADAPTER_FIELDS)}")
+    name, path, mode = body.get("name"), body.get("path"), body.get("pause_mode", "wait")
+    if not isinstance(name, str) or not name or not isinstance(path, str) or not path:
+        raise RouteError('"name" and "path" (a PEFT adapter directory) are required')
+    if mode not in PAUSE_MODES:
+        raise RouteError(f'"pause_mode" must be one of {PAUSE_MODES}, not {mode!r}')
+    models = getattr(state, "openai_serving_models", None)
+    if engine is None or models is None:
+        raise RuntimeError("this server has no engine client or model registry")
+    if engine.vllm_config.lora_config is None:
+        raise RouteError("this server was started without --enable-lora: it cannot serve adapters")
+    request_cls = _load_request_class()
+    seconds: dict[str, float] = {}
+    mark = time.perf_counter()
+    paused = not await engine.is_sleeping()  # a sleeping engine was paused and cleared by /sleep
+    if paused:
+        await _pause(engine, mode)
+    seconds["pause"] = time.perf_counter() - mark
+    tagged = False
+    try:
+        mark = time.perf_counter()
+        if "load_inplace" in request_cls.model_fields:
+            request = request_cls(lora_name=name, lora_path=path, load_inplace=True)
+        else:  # an older vLLM: drop the adapter, then load it again (a new id; the caches were cleared)
+            if name in getattr(models, "lora_requests", {}):
+                del models.lora_requests[name]
+            request = request_cls(lora_name=name, lora_path=path)
+        answer = await models.load_lora_adapter(request)
+        if not isinstance(answer, str):  # an ErrorResponse
+            raise RuntimeError(f"loading adapter {name!r} from {path}: {answer.error.message}")
+        seconds["load"] = time.perf_counter() - mark
+        if body.get("version") is not None and hasattr(engine, "update_weight_version"):
+            await engine.update_weight_version(str(body["version"]))
+            tagged = True
+    finally:
+        mark = time.perf_counter()
+        if paused:
+            await _resume(engine)
+        seconds["resume"] = time.perf_counter() - mark
+    return {"name": name, "path": path, "paused": paused, "version_tagged": tagged, "seconds": seconds}
+
+
+def _load_request_class():
+    """vLLM's ``LoadLoRAAdapterRequest`` (0.32 keeps it under ``serve.lora``; older releases in ``openai``)."""
+    try:
+        from vllm.entrypoints.serve.lora.protocol import LoadLoRAAdapterRequest
+    except ImportError:
+        from vllm.entrypoints.openai.protocol import LoadLoRAAdapterRequest
+    return LoadLoRAAdapterRequest
+
+
+async def _with_model(scope, receive, model: str):
+    """A ``receive`` that replays the request body with ``"model": model`` when it names none."""
+    chunks, more = [], True
+    while more:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    raw = b"".join(chunks)
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and not body.get("model"):
+        body["model"] = model
+        raw = json.dumps(body).encode()
+        scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"] + [
+            (b"content-length", str(len(raw)).encode())
+        ]
+    sent = False
+
+    async def replay():
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    return replay

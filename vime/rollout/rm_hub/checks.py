@@ -10,6 +10,8 @@ import math
 import numbers
 from typing import Any
 
+from vime.rollout.rm_hub.reward_config import RewardConfig
+
 
 class RewardInputError(ValueError):
     """A sample or a reward that a reward function cannot use; the message is one line."""
@@ -54,7 +56,8 @@ def check_reward(reward: Any, sample: Any, args: Any, source: str) -> Any:
             )
         return reward
     if isinstance(reward, dict):
-        keys = [k for k in (getattr(args, "reward_key", None), getattr(args, "eval_reward_key", None)) if k]
+        cfg = RewardConfig.from_args(args)
+        keys = [k for k in (cfg.reward_key, cfg.eval_reward_key) if k]
         if not keys:
             raise RewardInputError(
                 f"{source} returned a dict reward with keys {sorted(reward)} for {_where(sample)}: "

@@ -13,7 +13,9 @@ from .math_normalize import normalize_math_answer
 
 __all__ = [
     "HAVE_SYMPY",
+    "extract_answer",
     "extract_boxed_answer",
+    "grade_answer_verl",
     "grade_math_answer",
     "math_answers_equal",
     "normalize_math_answer",
@@ -54,3 +56,20 @@ def grade_math_answer(response: str, truth: object) -> bool:
     if given is None:
         return False
     return any(math_answers_equal(given, answer) for answer in reference_answers(truth))
+
+
+def extract_answer(passage: str) -> str | None:
+    """slime's name: the last boxed answer of ``passage``, or None when it has no ``\\boxed``."""
+    return last_boxed_content(passage) if "\\boxed" in (passage or "") else None
+
+
+def grade_answer_verl(solution_str: str, ground_truth: object) -> bool:
+    """slime's (verl's) math grade: the last boxed answer of ``solution_str`` against the label
+    (itself possibly boxed); False for an empty label or an unboxed solution."""
+    if not ground_truth:
+        return False
+    truth = str(ground_truth)
+    if "\\boxed" in truth:
+        truth = extract_answer(truth) or ""
+    given = extract_answer(solution_str)
+    return given is not None and bool(truth) and math_answers_equal(given, truth)

@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from vime.utils.args.defaults import flag_value
+from vime.rollout.rm_hub.reward_config import RewardConfig
 
 from .checks import RewardInputError
 
@@ -74,14 +74,15 @@ def _parse_reward(body: str, url: str, sample: Any) -> Any:
 
 async def remote_rm(args: Any, sample: Any, max_retries: int | None = None) -> Any:
     """POST the sample to ``args.rm_url`` and return the reward it answers."""
-    url = flag_value(args, "rm_url")
+    cfg = RewardConfig.from_args(args)
+    url = cfg.rm_url
     if not url:
         raise RewardInputError(
             "rm_type 'remote_rm' needs a service address: pass --rm-url http://HOST:PORT/PATH"
         )
-    attempts = max_retries if max_retries is not None else flag_value(args, "rm_max_retries")
-    backoff_s = flag_value(args, "rm_retry_backoff_s")
-    session = _session(flag_value(args, "rm_timeout_s"))
+    attempts = max_retries if max_retries is not None else cfg.rm_max_retries
+    backoff_s = cfg.rm_retry_backoff_s
+    session = _session(cfg.rm_timeout_s)
     last_error = ""
     for attempt in range(1, max(1, attempts) + 1):
         try:

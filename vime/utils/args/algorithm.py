@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from vime.algorithms.advantages import ESTIMATORS
+from vime.algorithms.estimators import ESTIMATORS
 from vime.algorithms.kl import KL_ESTIMATORS
+from vime.algorithms.policy_loss import TIS_MODES
 
 
 def add_algorithm_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,13 +21,15 @@ def add_algorithm_arguments(parser: argparse.ArgumentParser) -> None:
         "--loss-type",
         choices=["policy_loss", "sft_loss", "custom_loss"],
         default="policy_loss",
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="policy_loss (the RL loss), sft_loss (masked cross-entropy on the response tokens) or "
+        "custom_loss (--custom-loss-function-path).",
     )
     g.add_argument(
         "--custom-loss-function-path",
         type=str,
         default=None,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="--loss-type custom_loss: fn(args, batch, logits, sum_of_sample_mean) -> (loss, metrics), "
+        "slime's signature (vime/backends/loss_hooks.py says what batch holds).",
     )
     g.add_argument("--eps-clip", type=float, default=0.2, help="PPO clip range.")
     g.add_argument(
@@ -82,7 +85,8 @@ def add_algorithm_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         dest="rewards_normalization",
         default=True,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="grpo/gspo/cispo/reinforce_plus_plus_baseline: train on the raw rewards, not centred (and "
+        "scaled) within each prompt's group.",
     )
     g.add_argument(
         "--calculate-per-token-loss",
@@ -105,6 +109,13 @@ def add_algorithm_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.0,
         help="Truncated importance sampling (--use-tis): lower clip of the ratio.",
+    )
+    g.add_argument(
+        "--tis-mode",
+        choices=TIS_MODES,
+        default="truncate",
+        help="--use-tis: truncate the ratio to [--tis-clip-low, --tis-clip] (TIS), or mask the tokens "
+        "whose ratio falls outside it out of the loss (MIS); slime's mis.yaml key of the same name.",
     )
     g.add_argument(
         "--num-critic-only-steps",

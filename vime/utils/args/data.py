@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from vime.utils.mask_utils import LOSS_MASK_TYPES
+
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("data")
@@ -57,10 +59,11 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
         "--tool-key", type=str, default="tools", help="Key of per-row tool definitions for the chat template."
     )
     g.add_argument(
-        "--multimodal-keys",
-        type=json.loads,
-        default=None,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        "--loss-mask-type",
+        choices=LOSS_MASK_TYPES,
+        default="qwen",
+        help="SFT loss masks (slime's): qwen / qwen3 / qwen3_5 train the assistant turns the chat template "
+        "renders; distill_qwen the last message's raw text after the first message's prompt.",
     )
     g.add_argument("--start-rollout-id", type=int, default=None, help="Unset: from --load, else 0.")
     g.add_argument(
@@ -91,23 +94,23 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
         "--balance-data",
         action="store_true",
         default=False,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="Deal micro-batches to the data-parallel ranks balancing their cost (padded positions), not round robin.",
     )
     g.add_argument(
         "--use-dynamic-batch-size",
         action="store_true",
         default=False,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="Pack each step's samples into micro-batches of at most --max-tokens-per-gpu positions (padding included) instead of --micro-batch-size samples.",
     )
     g.add_argument(
         "--max-tokens-per-gpu",
         type=int,
         default=None,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="Token budget of a training micro-batch under --use-dynamic-batch-size (a longer sample gets one of its own).",
     )
     g.add_argument(
         "--log-probs-max-tokens-per-gpu",
         type=int,
         default=None,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="Token budget of the log-prob (forward-only) passes under --use-dynamic-batch-size (default: --max-tokens-per-gpu).",
     )

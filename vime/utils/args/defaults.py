@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any, TypeVar
 
@@ -38,6 +39,27 @@ def flag_value(args: Any, name: str) -> Any:
     return defaults[name]
 
 
-def config_from_args(cls: type[T], args: Any) -> T:
-    """A dataclass whose field names are flag dests, filled from ``args`` (defaults from the parser)."""
-    return cls(**{f.name: flag_value(args, f.name) for f in fields(cls)})  # type: ignore[arg-type]
+def config_from_args(
+    cls: type[T],
+    args: Any,
+    *,
+    dests: Mapping[str, str | tuple[str, Callable[[Any], Any]]] | None = None,
+    **given: Any,
+) -> T:
+    """A dataclass filled from ``args`` (defaults from the parser).
+
+    Each field comes from the flag of its own name, or from ``dests[field]``: another flag's dest,
+    or ``(dest, convert)`` for a field derived from one flag. Fields in ``given`` are taken as they are.
+    """
+    values: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        if not f.init:
+            continue
+        if f.name in given:
+            values[f.name] = given[f.name]
+            continue
+        source = (dests or {}).get(f.name, f.name)
+        dest, convert = (source, None) if isinstance(source, str) else source
+        value = flag_value(args, dest)
+        values[f.name] = convert(value) if convert is not None else value
+    return cls(**values)

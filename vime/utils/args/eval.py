@@ -20,7 +20,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--eval-config",
         type=str,
         default=None,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="slime's YAML of eval datasets (eval.defaults, eval.datasets with per-dataset keys, sampling, "
+        "rm_type, metadata_overrides); overrides --eval-prompt-data. See docs/training.md.",
     )
     g.add_argument(
         "--skip-eval-before-train",
@@ -38,7 +39,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--eval-tool-key",
         type=str,
         default=None,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="Tool-definitions key of the eval data (default: --tool-key).",
     )
     g.add_argument(
         "--n-samples-per-eval-prompt",
@@ -77,5 +78,6 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--eval-max-context-len",
         type=int,
         default=None,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="Most tokens of eval prompt and response together (default: --rollout-max-context-len).",
     )
+    parser.set_defaults(eval_datasets=None)  # validation resolves the datasets (vime/utils/eval_config.py)

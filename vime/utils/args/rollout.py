@@ -11,7 +11,11 @@ def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
         "--hf-checkpoint", type=str, default=None, help="Hugging Face model dir served and trained."
     )
     g.add_argument(
-        "--model-name", type=str, default=None, help="Model family name (defaults from its config)."
+        "--model-name",
+        type=str,
+        default=None,
+        help="slime's name of the model family for weight conversion (default: from config.json); vime "
+        "converts by config.json and checks that this names the same family.",
     )
     g.add_argument(
         "--rollout-function-path",
@@ -28,7 +32,8 @@ def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
         "--rollout-max-context-len",
         type=int,
         default=None,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="Most tokens of prompt and response together: each request's max_tokens shrinks to fit; "
+        "unset --rollout-max-prompt-len becomes this minus 1, unset --eval-max-context-len this.",
     )
     g.add_argument(
         "--rollout-max-prompt-len",
@@ -151,7 +156,8 @@ def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
         "--keep-old-actor",
         action="store_true",
         default=False,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="Keep the weights the engines were given on the trainer (torch backend): each sample's old "
+        "log-probs come from the policy that generated it (train_async.py's data is one update behind).",
     )
     g.add_argument(
         "--rollout-external-engine-addrs",
@@ -160,3 +166,35 @@ def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="host:port of vLLM servers started elsewhere; vime registers them with the router and starts none.",
     )
+
+
+def fill_context_lengths(args: argparse.Namespace) -> None:
+    """slime's derived context limits: eval falls back to the rollout one, and the prompt filter keeps
+    room for one generated token (raises ``ValueError`` with one line)."""
+    for flag, value in (
+        ("--rollout-max-context-len", args.rollout_max_context_len),
+        ("--eval-max-context-len", args.eval_max_context_len),
+    ):
+        if value is not None and value < 2:
+            raise ValueError(f"{flag} must be 2 or more (a prompt token and a generated one), got {value}")
+    if args.eval_max_context_len is None:
+        args.eval_max_context_len = args.rollout_max_context_len
+    context = args.rollout_max_context_len
+    if context is None:
+        return
+    if args.rollout_max_prompt_len is None:
+        args.rollout_max_prompt_len = context - 1
+    if args.rollout_max_prompt_len > context - 1:
+        raise ValueError(
+            f"--rollout-max-prompt-len {args.rollout_max_prompt_len} leaves no room to generate within "
+            f"--rollout-max-context-len {context}: make it at most {context - 1}"
+        )
+
+
+def check_keep_old_actor(args: argparse.Namespace) -> None:
+    """``--keep-old-actor`` is the torch backend's (raises ``ValueError`` with one line)."""
+    if args.keep_old_actor and args.train_backend == "megatron":
+        raise ValueError(
+            "--keep-old-actor: the Megatron backend keeps no copy of the weights it gave the engines yet; "
+            "use --use-rollout-logprobs (the engine's own log-probs of that policy) or --train-backend torch"
+        )

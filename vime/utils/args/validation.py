@@ -10,6 +10,7 @@ import argparse
 import os
 
 from vime.utils.args.defaults import flag_value
+from vime.utils.args.training_checks import TrainingFlagError, check_refused, check_training_flags
 
 
 class ArgumentValidationError(ValueError):
@@ -182,6 +183,7 @@ def _check_algorithm(args: argparse.Namespace) -> None:
         args.critic_lr = args.lr
     _require(
         args.n_samples_per_prompt > 1
+        or args.loss_type == "sft_loss"  # SFT compares nothing (slime's SFT launch keeps grpo, 1 sample)
         or args.advantage_estimator not in ("grpo", "gspo", "cispo", "reinforce_plus_plus_baseline"),
         f"--advantage-estimator {args.advantage_estimator} compares samples of one prompt: "
         f"set --n-samples-per-prompt to 2 or more",
@@ -237,16 +239,58 @@ def _check_checkpoints(args: argparse.Namespace) -> None:
 def validate_args(args: argparse.Namespace) -> argparse.Namespace:
     """Fill derived values and check everything; raises ``ArgumentValidationError`` (one line)."""
     check_backend_available(args)
-    _check_modes(args)
+    try:
+        check_refused(args)
+        _check_modes(args)
+        check_training_flags(args, has_gpu())
+    except TrainingFlagError as exc:
+        raise ArgumentValidationError(str(exc)) from None
     _check_checkpoints(args)
     _fill_cluster(args)
     _fill_batches(args)
+    _fill_rollout_eval_debug(args)
     _check_schedule(args)
     _check_algorithm(args)
+    _check_training_modes(args)
     if not args.debug_train_only:
         _check_engine_layer(args)
     _fill_weight_sync(args)
     return args
+
+
+def _fill_rollout_eval_debug(args: argparse.Namespace) -> None:
+    """Context limits, the eval datasets (``--eval-config``), the debug-data templates and the rollout
+    flags with a backend condition (their rules live beside their flags)."""
+    from vime.utils.args.debug import fill_debug_paths
+    from vime.utils.args.fully_async import check_fully_async
+    from vime.utils.args.rollout import check_keep_old_actor, fill_context_lengths
+    from vime.utils.eval_config import fill_eval_datasets
+
+    checks = (
+        fill_context_lengths,
+        fill_debug_paths,
+        check_keep_old_actor,
+        check_fully_async,
+        fill_eval_datasets,
+    )
+    for fill in checks:
+        try:
+            fill(args)
+        except ValueError as exc:
+            raise ArgumentValidationError(str(exc)) from None
+
+
+def _check_training_modes(args: argparse.Namespace) -> None:
+    """LoRA, on-policy distillation and the loss type (their rules live beside their code)."""
+    from vime.algorithms.loss_select import validate_loss_args
+    from vime.algorithms.opd import validate_opd_args
+    from vime.utils.lora_settings import validate_lora_args
+
+    for check in (validate_lora_args, validate_opd_args, validate_loss_args):
+        try:
+            check(args)
+        except ValueError as exc:
+            raise ArgumentValidationError(str(exc)) from None
 
 
 def _fill_weight_sync(args: argparse.Namespace) -> None:

@@ -40,7 +40,24 @@ def add_wandb_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         dest="wandb_random_suffix",
         default=True,
-        help="slime's flag, accepted for compatibility; vime does not use it yet.",
+        help="Name the W&B group exactly --wandb-group (and the run too); by default both get a random "
+        "suffix, as in slime.",
+    )
+    g.add_argument(
+        "--use-tensorboard",
+        action="store_true",
+        default=False,
+        help="Also log every numeric metric to TensorBoard (needs the 'tensorboard' extra).",
+    )
+    g.add_argument(
+        "--tb-project-name",
+        type=str,
+        default=None,
+        help="TensorBoard: write to tensorboard_log/<project>/<experiment> ($TENSORBOARD_DIR wins; "
+        "neither: <run-dir>/tensorboard).",
+    )
+    g.add_argument(
+        "--tb-experiment-name", type=str, default=None, help="TensorBoard: experiment (default: start time)."
     )
     g.add_argument(
         "--run-dir",
