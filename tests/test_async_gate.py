@@ -197,6 +197,20 @@ def test_a_stale_group_is_regenerated_from_its_prompts():
     assert gate.pop_counts().regenerated_groups == 0  # counted once, per take
 
 
+def test_a_stale_group_behind_a_full_batch_is_handled_in_the_same_take():
+    """A stale group queued after the fresh groups that fill the batch is regenerated now, and the
+    fresh group that did not fit waits for the next take."""
+    gate = AsyncGate(StalenessRule(max_lag=1), batch_groups=1, max_in_flight=4, version=3)
+    _, fresh = _stale_group(gate, [[4], [4, 5]])
+    _stale_group(gate, [[1, 2, 3], [2, 2]])
+    _, later = _stale_group(gate, [[5], [5]])
+    gate.note_version(5)
+    result = gate.take(1)
+    assert result.groups == [fresh] and len(result.regenerate) == 1
+    assert [group for _, group in gate.ready] == [later]
+    assert gate.take(1).groups == [later] and gate.total.regenerated_groups == 1
+
+
 def test_a_stale_group_is_dropped_with_drop():
     gate = AsyncGate(StalenessRule(max_lag=0, action="drop"), batch_groups=1, max_in_flight=4, version=2)
     _stale_group(gate, [[1], [2]])

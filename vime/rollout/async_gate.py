@@ -203,10 +203,13 @@ class AsyncGate:
 
     # ----- take ---------------------------------------------------------------------------------
     def take(self, limit: int) -> TakeResult:
-        """Up to ``limit`` finished groups within the bound, in the order they finished; stale ones
-        met on the way are handled by the rule (regenerate: in ``regenerate``; drop: counted)."""
+        """Up to ``limit`` finished groups within the bound, in the order they finished. Stale groups
+        anywhere in the queue are handled now by the rule (regenerate: in ``regenerate``; drop:
+        counted), not only those met before the batch is full: a stale group only gets staler, and
+        while it waits it holds a place the bound would give to a fresh group."""
         result = TakeResult()
-        while self.ready and len(result.groups) < limit:
+        waiting: deque[tuple[Ticket, list]] = deque()
+        while self.ready:
             ticket, group = self.ready.popleft()
             if not self._within_bound(ticket, group):
                 result.stale.append(group)
@@ -215,19 +218,25 @@ class AsyncGate:
                     self._count("regenerated_groups")
                 else:
                     self._count("dropped_groups")
-                continue
-            result.groups.append(group)
-            self.taken_at_version += 1
-            for sample in samples_of(group):
-                oldest = self.oldest(ticket, sample)
-                if oldest is not None:
-                    result.lags.append(self.version - oldest)
-                    self.lag_counts[self.version - oldest] += 1
-                result.multi_version_samples += len(versions_used(sample)) > 1
-                result.untagged_samples += any(v is None for v in token_versions(sample)) and bool(
-                    sample.response_length
-                )
+            elif len(result.groups) < limit:
+                self._take_one(ticket, group, result)
+            else:
+                waiting.append((ticket, group))
+        self.ready = waiting
         return result
+
+    def _take_one(self, ticket: Ticket, group: list, result: TakeResult) -> None:
+        result.groups.append(group)
+        self.taken_at_version += 1
+        for sample in samples_of(group):
+            oldest = self.oldest(ticket, sample)
+            if oldest is not None:
+                result.lags.append(self.version - oldest)
+                self.lag_counts[self.version - oldest] += 1
+            result.multi_version_samples += len(versions_used(sample)) > 1
+            result.untagged_samples += any(v is None for v in token_versions(sample)) and bool(
+                sample.response_length
+            )
 
     def oldest(self, ticket: Ticket, sample: Sample) -> int | None:
         return oldest_trained_version(sample, sample.metadata.get(ADMITTED_KEY, ticket.admitted_version))

@@ -1,0 +1,29 @@
+"""Reward functions for learning runs of random-weight models on the GPU (slime's custom-RM signature).
+
+A random model never answers an arithmetic prompt, so the math reward is 0 everywhere and GRPO has no
+signal. ``known_token_reward`` gives one from the first step: the model's vocabulary (151,936 ids for
+a Qwen3 shape) is far larger than the tokenizer vime trains locally, so a random model writes a known
+token at about 1 position in 150, and learning shows as that share rising.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+
+@functools.lru_cache(maxsize=4)
+def _known_ids(checkpoint: str) -> tuple[int, frozenset[int]]:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    return len(tokenizer), frozenset(tokenizer.all_special_ids)
+
+
+def known_token_reward(args: Any, sample: Any, **kwargs: Any) -> float:
+    """The share of the answer's positions (out of --rollout-max-response-len, so stopping early
+    does not pay) holding a non-special token the tokenizer knows."""
+    size, special = _known_ids(args.hf_checkpoint)
+    response = sample.tokens[len(sample.tokens) - sample.response_length :]
+    hits = sum(1 for token in response if token < size and token not in special)
+    return hits / args.rollout_max_response_len
