@@ -6,6 +6,9 @@
 #   bash benchmarks/bench_gpu_session.sh tests         # the gpu-marked tests
 #   bash benchmarks/bench_gpu_session.sh lora-prepare  # then `lora`: colocated LoRA on a Qwen3-4B shape
 #   bash benchmarks/bench_gpu_session.sh async-prepare # then `async` (ONLY=... per call): bench_async.py --gpu
+#   bash benchmarks/bench_gpu_session.sh q4b-after     # bench_qwen3_4b_gpu.py: the fast path, learning task (STEPS)
+#   bash benchmarks/bench_gpu_session.sh q4b-before    # the same model and batch with the 2026-12-01 flags
+#   bash benchmarks/bench_gpu_session.sh moe           # bench_moe_gpu.py prepare + train (cut Qwen3-30B-A3B)
 set -uo pipefail
 OUT=${OUT:-/tmp/vime-gpu-out}; mkdir -p "$OUT"
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_SERVER_DEV_MODE=1 \
@@ -43,5 +46,19 @@ for line in open('$OUT/grpo.jsonl'):
       ${ONLY:+--only "$ONLY"} --out /tmp/vime-async 2>&1 | tail -c 300000 > "$OUT/async.log"
     echo "bench_async rc=${PIPESTATUS[0]}"; tail -25 "$OUT/async.log"
     cp /tmp/vime-async/results.json /tmp/vime-async/reward_vs_time.png /tmp/vime-async/*.log "$OUT"/ 2>/dev/null ;;
-  *) echo "usage: $0 weight-sync|train|tests|lora-prepare|lora|async-prepare|async" >&2; exit 2 ;;
+  q4b-after|q4b-before)  # one train.py run each; the 4B checkpoint in /tmp/q4b is built once per machine
+    variant=${1#q4b-}; task=math; [ "$variant" = after ] && task=${TASK:-known-tokens}
+    timeout 590 python3 benchmarks/bench_qwen3_4b_gpu.py --variant "$variant" --task "$task" --steps "${STEPS:-5}" \
+      --timeout "${TRAIN_TIMEOUT:-480}" --out /tmp/q4b-out 2>&1 | tail -c 200000 > "$OUT/q4b_$variant.txt"
+    echo "bench_qwen3_4b_gpu rc=${PIPESTATUS[0]}"; tail -40 "$OUT/q4b_$variant.txt"
+    cp /tmp/q4b-out/"$variant".json /tmp/q4b-out/"$variant".jsonl "$OUT"/ 2>/dev/null
+    tail -c 4000000 /tmp/q4b-out/"$variant".log > "$OUT/q4b_${variant}_train.log" ;;
+  moe)  # prepare (checkpoints) and train in one call; the per-step pickles stay on the machine
+    timeout 200 python3 benchmarks/bench_moe_gpu.py --out /tmp/moe-out --phase prepare 2>&1 | tail -c 100000 > "$OUT/moe_prepare.txt"
+    echo "prepare rc=${PIPESTATUS[0]}"; tail -5 "$OUT/moe_prepare.txt"
+    timeout 400 python3 benchmarks/bench_moe_gpu.py --out /tmp/moe-out --phase train --steps "${STEPS:-5}" \
+      --response-len "${RESPONSE_LEN:-256}" --timeout "${TRAIN_TIMEOUT:-370}" 2>&1 | tail -c 200000 > "$OUT/moe_train.txt"
+    echo "train rc=${PIPESTATUS[0]}"; tail -40 "$OUT/moe_train.txt"
+    cp /tmp/moe-out/*.json "$OUT"/ 2>/dev/null; tail -c 4000000 /tmp/moe-out/*.log > "$OUT/moe_train.log" 2>/dev/null ;;
+  *) echo "usage: $0 weight-sync|train|tests|lora-prepare|lora|async-prepare|async|q4b-after|q4b-before|moe" >&2; exit 2 ;;
 esac

@@ -300,9 +300,14 @@ def run_train(family: str, work: Path, out: Path, steps: int, response_len: int,
     (out / "train_argv.txt").write_text(" ".join(argv) + "\n")
     started = time.perf_counter()
     with GpuMemorySampler() as memory, open(out / "train_moe.log", "w") as log:
-        done = subprocess.run(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=timeout)
+        try:  # a run cut by the timeout still reports the steps it finished
+            rc = subprocess.run(
+                argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=timeout
+            ).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
     result: dict = {
-        "rc": done.returncode,
+        "rc": rc,
         "wall_s": time.perf_counter() - started,
         "peak_gpu_mib": memory.peak_mib,
     }
