@@ -20,7 +20,7 @@ the tokenizer knows, a signal a random-weight model has from its first step).
 
 Reported per step from train.py's metrics: rollout / train / update / sleep-wake / offload seconds,
 tokens, reward, the train phase's MFU counted over every pass it makes (policy forward + backward 6N
-per token, each log-prob pass 2N, a recompute forward 2N; N = parameters with the tied embedding once;
+per token, the reference pass 2N, the old policy's pass 2N where the step made one, a recompute forward 2N; N = parameters with the tied embedding once;
 attention's score FLOPs, under 1 % at these lengths, left out) against the measured bf16 matmul rate;
 start-up (launch to the first step's start); peak GPU memory (nvidia-smi, every 0.5 s); the trainer's
 pinned host region against the state it holds.
@@ -69,12 +69,13 @@ def launch_argv(variant: str, work: Path, out: Path, steps: int, response_len: i
     return argv + (BEFORE if variant == "before" else AFTER)
 
 
-def passes_per_token(argv: list[str]) -> float:
-    """Model FLOPs per token of the train phase, in units of N (parameters)."""
+def passes_per_token(argv: list[str], record: dict) -> float:
+    """Model FLOPs per token of one step's train phase, in units of N (parameters)."""
     flops = 6.0  # the policy's forward and backward
     flops += 2.0  # the reference log-probs (the preset's --use-kl-loss)
-    if "--use-rollout-logprobs" not in argv:
-        flops += 2.0  # the old policy's log-probs, recomputed
+    # the old policy's log-probs: a pass of their own only when recomputed (with one optimizer step
+    # per rollout they come from the training forward, and --use-rollout-logprobs takes the engine's)
+    flops += 2.0 * record.get("train/old_log_probs_pass", 0.0)
     if "--recompute-granularity" in argv:
         flops += 2.0
     return flops
@@ -123,8 +124,8 @@ def run_variant(opts: argparse.Namespace, eager_fallback: bool = False) -> dict:
 
     params = sum_params(opts.work / "qwen3-4b")
     result |= summarize(records, opts.work / opts.variant, params)
-    per_token = passes_per_token(argv)
     for row, record in zip(result["steps"], records, strict=False):
+        per_token = row["flops_per_token_in_N"] = passes_per_token(argv, record)
         row["reward"] = record.get("rollout/raw_reward")
         row["train_rollout_logprob_abs_diff"] = record.get("train/train_rollout_logprob_abs_diff")
         for key in ("offload/host_region_gib", "offload/torch_pinned_gib", "offload/copied_gib"):
@@ -142,7 +143,7 @@ def run_variant(opts: argparse.Namespace, eager_fallback: bool = False) -> dict:
         result["median_steps_1_on"]["train_mfu_all_passes"] = statistics.median(
             r["train_mfu_all_passes"] for r in later if r.get("train_mfu_all_passes")
         )
-    result |= {"parameters": params, "flops_per_token_in_N": per_token, "eager_fallback": eager_fallback}
+    result |= {"parameters": params, "eager_fallback": eager_fallback}
     return result
 
 

@@ -236,6 +236,10 @@ class MegatronTrainBackend(TrainBackend):
         metrics["kl_coef"] = self.kl_ctl.value
         metrics["lr"] = self.actor.cfg.lr_schedule.lr_at(max(self.actor.step - 1, 0))
         self.last_train_batch = local
+        if torch.cuda.is_available():
+            # the activations' cached blocks go back now: colocated, the engine wakes its weights into
+            # this GPU next (on the H200 a 4B run's second wake-up ran out of memory without this)
+            torch.cuda.empty_cache()
         return metrics
 
     # ----- weights, checkpoints, memory --------------------------------------------------
