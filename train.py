@@ -22,7 +22,7 @@ def train(args) -> list[dict]:
         raise SystemExit("error: --fully-async is a mode of train_async.py: run train_async.py --fully-async")
     with training_session(args) as run:
         run.first_weight_sync()  # engines serve the trainer's (possibly resumed) weights from step one
-        before = run.evaluate_before_training()  # merged into the first step's record
+        before = run.startup_metrics() | run.evaluate_before_training()  # into the first step's record
         with Progress(transient=True) as progress:
             task = progress.add_task(
                 "training", total=run.schedule.num_rollout, completed=run.start_rollout_id

@@ -37,8 +37,8 @@ def train_async(args) -> list[dict]:
     if args.fully_async:
         return train_fully_async(args)
     with training_session(args) as run:
-        run.update_weights()
-        before = run.evaluate_before_training()  # merged into the first step's record
+        run.first_weight_sync()
+        before = run.startup_metrics() | run.evaluate_before_training()  # into the first step's record
         in_flight = run.generate_async(run.start_rollout_id)
         with Progress(transient=True) as progress:
             task = progress.add_task(

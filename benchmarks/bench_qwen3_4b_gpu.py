@@ -20,10 +20,11 @@ the tokenizer knows, a signal a random-weight model has from its first step).
 
 Reported per step from train.py's metrics: rollout / train / update / sleep-wake / offload seconds,
 tokens, reward, the train phase's MFU counted over every pass it makes (policy forward + backward 6N
-per token, the reference pass 2N, the old policy's pass 2N where the step made one, a recompute forward 2N; N = parameters with the tied embedding once;
-attention's score FLOPs, under 1 % at these lengths, left out) against the measured bf16 matmul rate;
-start-up (launch to the first step's start); peak GPU memory (nvidia-smi, every 0.5 s); the trainer's
-pinned host region against the state it holds.
+per token, the reference pass 2N, the old policy's pass 2N where the step made one, a recompute
+forward 2N; N = parameters with the tied embedding once; attention's score FLOPs, under 1 % at these
+lengths, left out) against the measured bf16 matmul rate; start-up (launch to the first step's start,
+and train.py's own split of it: ``startup/*``); peak GPU memory (nvidia-smi, every 0.5 s); the
+trainer's pinned host region against the state it holds.
 """
 
 from __future__ import annotations
@@ -138,6 +139,7 @@ def run_variant(opts: argparse.Namespace, eager_fallback: bool = False) -> dict:
             )
     if clock.seen and records:
         result["startup_s"] = clock.seen[0] - started - records[0].get("time/step", 0.0)
+        result["startup_phases"] = {k: v for k, v in records[0].items() if k.startswith("startup/")}
     later = [r for r in result["steps"] if r.get("step")]
     if later and any(r.get("train_mfu_all_passes") for r in later):
         result["median_steps_1_on"]["train_mfu_all_passes"] = statistics.median(

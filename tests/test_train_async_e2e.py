@@ -30,6 +30,7 @@ def test_async_rollouts_are_one_update_behind(train_flags, tmp_path, ray_session
     assert diffs[0] < 1e-3, diffs
     assert all(d > 1e-3 for d in diffs[1:]), diffs  # off-policy by one update: generation overlapped training
     assert all("time/update_weights" in r for r in records)  # --update-weights-interval 1
+    assert records[0]["startup/first_weight_sync"] > 0 and "startup/trainer" in records[0]
 
 
 def test_async_refuses_colocate(tiny_model_dir):

@@ -75,6 +75,11 @@ def test_step0_training_logprobs_match_rollout(grpo_run):
     assert "eval/arith" in records[1] and "eval/arith" in records[2]
     for record in records:
         assert record["time/update_weights"] > 0 and record["time/rollout"] > 0 and record["time/train"] > 0
+    # where the start-up went, in the first record only (on the CPU the engines start beside the trainer)
+    startup = {k for k in first if k.startswith("startup/")}
+    assert startup == {"startup/ray", "startup/trainer", "startup/engines", "startup/first_weight_sync"}
+    assert all(first[k] >= 0 for k in startup) and first["startup/first_weight_sync"] > 0
+    assert not any(k.startswith("startup/") for record in records[1:] for k in record)
 
 
 @pytest.mark.slow

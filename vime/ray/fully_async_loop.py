@@ -23,8 +23,8 @@ PAUSE_MODE = "keep"  # requests in flight survive a weight push
 def train_fully_async(args: Namespace) -> list[dict]:
     """Run the whole schedule; returns the per-step metric records (also in the JSONL file)."""
     with training_session(args) as run:
-        run.update_weights()  # the engines serve the trainer's starting weights (version 1) before any request
-        before = run.evaluate_before_training()  # merged into the first step's record
+        run.first_weight_sync()  # the engines serve the trainer's starting weights (version 1) before any request
+        before = run.startup_metrics() | run.evaluate_before_training()  # into the first step's record
         with Progress(transient=True) as progress:
             task = progress.add_task(
                 "training (fully async)", total=run.schedule.num_rollout, completed=run.start_rollout_id

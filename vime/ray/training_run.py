@@ -68,6 +68,8 @@ class TrainingRun:
     schedule: TrainSchedule
     start_rollout_id: int
     layout: RunLayout | None = None
+    # seconds of each start-up phase (Ray, trainer build, first offload, engines, first weight push)
+    startup: StepTimer = field(default_factory=StepTimer)
 
     def __post_init__(self) -> None:
         self.debug = DebugDataConfig.from_args(self.args)
@@ -156,6 +158,15 @@ class TrainingRun:
         """Engines serve the trainer's (possibly resumed) weights from step one. Colocated, the trainer
         was offloaded at start: the same hand-over as every step (engines asleep, trainer back, engine
         weights woken, update, trainer out, KV cache woken), so neither side holds the GPU twice."""
+        with self.startup.phase("first_weight_sync"):
+            self._first_weight_sync()
+        _say("start-up: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.startup.seconds.items()))
+
+    def startup_metrics(self) -> dict[str, float]:
+        """``startup/<phase>`` seconds, for the first step's record."""
+        return {f"startup/{k}": v for k, v in self.startup.seconds.items()}
+
+    def _first_weight_sync(self) -> None:
         if self.actor is None or self.rollout is None or self.args.debug_train_only:
             return
         if not trainer_first(self.args):
@@ -405,8 +416,10 @@ def start_training_run(args: Namespace) -> TrainingRun:
     layout = prepare_run_dir(args)
     for line in where_lines(args):
         _say(line)
-    init_ray()
-    placements = create_placement_groups(args)
+    startup = StepTimer()
+    with startup.phase("ray"):
+        init_ray()
+        placements = create_placement_groups(args)
     rollout, actor = None, None
     try:
         _say(
@@ -417,16 +430,22 @@ def start_training_run(args: Namespace) -> TrainingRun:
         if trainer_first(args):
             # slime's colocated order: the trainer builds its state, then moves it to host memory, so
             # the engines size their KV cache (--vllm-gpu-memory-utilization) on a free GPU
-            actor = TrainGroup(args, placements["actor"])
-            start = actor.init()
-            actor.offload()
+            with startup.phase("trainer"):
+                actor = TrainGroup(args, placements["actor"])
+                start = actor.init()
+            with startup.phase("trainer_offload"):
+                actor.offload()
         # --debug-train-only keeps the manager (no engines): slime's SFT reads its data through it
         rollout = (
             None if args.load_debug_rollout_data else create_rollout_manager(args, placements["rollout"])
         )
         if actor is None and not args.debug_rollout_only:
-            actor = TrainGroup(args, placements["actor"])
-            start = actor.init()
+            with startup.phase("trainer"):  # the engines start meanwhile (the manager's constructor)
+                actor = TrainGroup(args, placements["actor"])
+                start = actor.init()
+        if rollout is not None:
+            with startup.phase("engines"):  # what is left of their start once the trainer is up
+                ray.get(rollout.num_rollout.remote())
         if rollout is not None and start > 0 and args.rollout_global_dataset:
             ray.get(rollout.load.remote(start - 1))  # the data source resumes where the checkpoint left it
         num_rollout = args.num_rollout
@@ -439,7 +458,7 @@ def start_training_run(args: Namespace) -> TrainingRun:
             actor.kill()
         raise
     schedule = TrainSchedule.from_args(args, num_rollout)
-    run = TrainingRun(args, actor, rollout, MetricsLogger(args), schedule, start, layout)
+    run = TrainingRun(args, actor, rollout, MetricsLogger(args), schedule, start, layout, startup)
     if run.debug.dump_details and args.hf_checkpoint:
         from vime.rollout.debug_data import save_tokenizer
 
