@@ -10,10 +10,9 @@ import sys
 def _interrupted_while_starting(signum: int, _frame: object) -> None:
     """Ctrl-C or SIGTERM while the commands load (about a second of imports): nothing has started, so
     there is nothing to undo; one line instead of an import traceback."""
-    sys.stderr.write(
-        f"vime-sync: stopped by {signal.Signals(signum).name} while starting; nothing was changed\n"
-    )
-    sys.stderr.flush()
+    # straight to file descriptor 2: an import may have sys.stderr redirected at this moment
+    line = f"vime-sync: stopped by {signal.Signals(signum).name} while starting; nothing was changed\n"
+    os.write(2, line.encode())
     os._exit(130)
 
 

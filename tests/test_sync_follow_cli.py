@@ -82,24 +82,23 @@ def test_follow_killed_at_any_moment_keeps_only_complete_prs(tmp_path, sig):
     interrupted = 0
     for delay in DELAYS:
         cmd = command()
-        proc = subprocess.Popen(
-            cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
+        proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(delay)
         if sig == signal.SIGINT:
             os.killpg(proc.pid, sig)
         else:
             proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=60)
+        seen = f"after {sig.name} at {delay} s, rc {proc.returncode}; stderr: {err.decode()!r}; stdout: {out.decode()[-800:]!r}"
         deadline = time.monotonic() + 5
         while group_alive(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert group_alive(proc.pid) == [], f"processes left after {sig.name} at {delay} s"
-        assert "Traceback" not in err.decode(), err.decode()
+        assert "Traceback" not in err.decode(), seen
         # 1: stopped at #113 before the signal; 130: interrupted; -sig: ended by it while starting up
-        assert proc.returncode in (1, 130, -sig), (proc.returncode, err.decode())
+        assert proc.returncode in (1, 130, -sig), seen
         if proc.returncode == 1:
-            assert "#113 needs a person" in err.decode(), err.decode()
+            assert "#113 needs a person" in err.decode(), seen
         if proc.returncode == 130:
             interrupted += 1
             said = err.decode()
@@ -108,7 +107,7 @@ def test_follow_killed_at_any_moment_keeps_only_complete_prs(tmp_path, sig):
             assert (
                 "vime-sync follow: interrupted (" in said
                 and ("every PR mirrored before it stays" in said or "rolled back" in said)
-            ) or ("while starting; nothing was changed" in said), said
+            ) or ("while starting; nothing was changed" in said), seen
         if worktree.exists():
             assert git(worktree, "status", "--porcelain") == ""
             assert _boundary(worktree), git(worktree, "log", "-1", "--format=%s")

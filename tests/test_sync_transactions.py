@@ -384,3 +384,26 @@ def test_a_signal_after_the_commit_point_neither_undoes_nor_misreports(tmp_path,
         assert (done.returncode, done.stdout.strip()) == (0, "reported"), done.stderr
     else:
         assert done.returncode == -signal.SIGTERM and "reported" not in done.stdout
+
+
+def test_signals_held_holds_a_signal_that_another_thread_receives():
+    """A rollback is held against Ctrl-C even while a progress spinner's thread runs: the kernel gives a
+    signal blocked in the main thread to that thread, and Python would still raise it in the main one."""
+    from sync.window.transaction import signals_held
+
+    stop = threading.Event()
+    spinner = threading.Thread(target=stop.wait, daemon=True)
+    spinner.start()
+    reached_the_end = False
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with signals_held():
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(200):  # bytecodes the handler would interrupt, were it not held
+                    time.sleep(0.001)
+                reached_the_end = True
+    finally:
+        stop.set()
+        spinner.join()
+    assert reached_the_end
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

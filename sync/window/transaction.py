@@ -135,12 +135,25 @@ def _signals_as_exceptions() -> Iterator[None]:
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM back (delivered afterwards) while a rollback or a final write runs."""
+    """Hold SIGINT/SIGTERM back (delivered afterwards) while a rollback or a final write runs.
+
+    Blocking them in this thread is not enough: the kernel then hands a signal to another thread (a
+    progress spinner's), and Python runs the handler in the main thread all the same. So the Python
+    handlers are swapped for ones that only note the signal, which is raised again at the end."""
+    noted: list[int] = []
+    try:
+        previous = {signum: signal.signal(signum, lambda n, _f: noted.append(n)) for signum in _SIGNALS}
+    except ValueError:  # not the main thread: Python delivers no signal here anyway
+        previous = {}
     old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)  # one blocked meanwhile lands in the noting handler
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(noted):
+            signal.raise_signal(signum)
 
 
 @contextlib.contextmanager
