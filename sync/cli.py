@@ -61,6 +61,7 @@ for _module in (translate, rules, window, follow, resolve, status, gate, ledger,
 def run() -> None:
     """The ``vime-sync`` process: once a window or resolve has committed, Ctrl-C or SIGTERM can no
     longer make it report "interrupted; rolled back" over a complete result (tests drive ``app``)."""
+    from sync.commands.errors import interrupted_outside_a_command
     from sync.window.transaction import ignore_signals_after_commit
 
     ignore_signals_after_commit()
@@ -69,6 +70,11 @@ def run() -> None:
     except KeyboardInterrupt:  # while typer still builds the command line: no command has started
         sys.stderr.write("vime-sync: stopped by SIGINT while starting; nothing was changed\n")
         sys.exit(130)
+    except SystemExit as exc:
+        line = interrupted_outside_a_command(exc)
+        if line is not None:
+            sys.stderr.write(line + "\n")
+        raise
 
 
 if __name__ == "__main__":

@@ -157,3 +157,51 @@ def test_the_gate_stops_at_the_pr_that_breaks_the_build_and_goes_on_after_the_fi
         ("#13", False, "passed"),
     ]
     assert fixed.up_to_date
+
+
+def test_ctrl_c_while_typer_parses_still_says_one_line():
+    """typer turns a Ctrl-C during its own work (here the command line's callback) into a silent exit
+    130; the process says no command had started. CI caught it: a follow run interrupted while typer
+    parsed its options exited 130 with an empty stderr."""
+    script = """
+import sys
+import sync.cli
+def interrupted(_on):
+    raise KeyboardInterrupt
+sync.cli.set_debug = interrupted
+sys.argv = ["vime-sync", "rules", "--help"]
+sync.cli.run()
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert "vime-sync: stopped by SIGINT while starting; nothing was changed" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_typer_exit_130_after_the_command_finished_says_so(monkeypatch):
+    """The other side: typer's exit 130 after a command's body returned names the finished command;
+    a command's own interrupt (its line already written) and any other exit get no second line."""
+    import click
+
+    from sync.commands import errors
+
+    def typer_exit_130() -> SystemExit:
+        try:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as e:
+                raise click.exceptions.Exit(130) from e
+        except click.exceptions.Exit:
+            try:
+                raise SystemExit(130)
+            except SystemExit as exc:
+                return exc
+
+    monkeypatch.setitem(errors.COMMAND_PHASE, "began", True)
+    monkeypatch.setitem(errors.COMMAND_PHASE, "ended", True)
+    line = errors.interrupted_outside_a_command(typer_exit_130())
+    assert line == "vime-sync: stopped by SIGINT while exiting; the command had already finished"
+    assert errors.interrupted_outside_a_command(SystemExit(130)) is None
+    assert errors.interrupted_outside_a_command(SystemExit(1)) is None

@@ -26,6 +26,9 @@ INTERNAL = 3
 INTERRUPTED = 130
 F = TypeVar("F", bound=Callable[..., Any])
 _STATE = {"debug": bool(os.environ.get("VIME_SYNC_DEBUG"))}
+# Where the process is relative to its command's own work, for a Ctrl-C that lands outside it (typer
+# turns one during its argument parsing or after the command returned into a silent exit 130).
+COMMAND_PHASE = {"began": False, "ended": False}
 
 
 def set_debug(on: bool) -> None:
@@ -77,6 +80,7 @@ def guarded(command: str) -> Callable[[F], F]:
     def wrap(fn: F) -> F:
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
+            COMMAND_PHASE["began"] = True
             try:
                 return fn(*args, **kwargs)
             except (typer.Exit, typer.Abort, click.exceptions.ClickException, click.exceptions.Exit):
@@ -95,8 +99,24 @@ def guarded(command: str) -> Callable[[F], F]:
                 code, line = describe(exc)
                 typer.echo(f"vime-sync {command}: {line}", err=True)
                 raise typer.Exit(code) from None
+            finally:
+                COMMAND_PHASE["ended"] = True
 
         run.one_line_handler = command  # type: ignore[attr-defined]  # checked for every command by a test
         return run  # type: ignore[return-value]
 
     return wrap
+
+
+def interrupted_outside_a_command(exc: SystemExit) -> str | None:
+    """The line for typer's own exit 130 (a Ctrl-C it caught while parsing the command line or after the
+    command returned), or None when ``exc`` is anything else (a command's interrupt says so itself)."""
+    if exc.code != INTERRUPTED or not isinstance(
+        getattr(exc.__context__, "__cause__", None), KeyboardInterrupt
+    ):
+        return None
+    if not COMMAND_PHASE["began"]:
+        return "vime-sync: stopped by SIGINT while starting; nothing was changed"
+    if COMMAND_PHASE["ended"]:
+        return "vime-sync: stopped by SIGINT while exiting; the command had already finished"
+    return None
