@@ -396,12 +396,11 @@ def test_signals_held_holds_a_signal_that_another_thread_receives():
     spinner.start()
     reached_the_end = False
     try:
-        with pytest.raises(KeyboardInterrupt):
-            with signals_held():
-                os.kill(os.getpid(), signal.SIGINT)
-                for _ in range(200):  # bytecodes the handler would interrupt, were it not held
-                    time.sleep(0.001)
-                reached_the_end = True
+        with pytest.raises(KeyboardInterrupt), signals_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(200):  # bytecodes the handler would interrupt, were it not held
+                time.sleep(0.001)
+            reached_the_end = True
     finally:
         stop.set()
         spinner.join()
