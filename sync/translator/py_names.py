@@ -2,16 +2,23 @@
 
 Names bound by imports follow their module rule (the import pass renames the import itself);
 names imported from modules that stay SGLang are protected, so code and import keep agreeing.
+Where a statement also spells such a name as something else (a parameter, a keyword, an attribute,
+a local), the caller passes ``import_uses``: the nodes that scope analysis found to be the import.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from sync.translator.cst_base import RecordingTransformer
+from sync.translator.cst_base import PassContext, RecordingTransformer
 
 
 class NamePass(RecordingTransformer):
+    def __init__(self, context: PassContext, import_uses: set[int] | None = None) -> None:
+        """``import_uses``: ``id``s of the nodes that use a bound name; None: every spelling does."""
+        super().__init__(context)
+        self.import_uses = import_uses
+
     def visit_Import(self, node: cst.Import) -> bool:
         return False  # the import pass owns import statements
 
@@ -21,7 +28,7 @@ class NamePass(RecordingTransformer):
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
         value = updated_node.value
         bound = self.context.bindings.get(value)
-        if bound is not None:
+        if bound is not None and (self.import_uses is None or id(original_node) in self.import_uses):
             new, rule = bound
             if new is None or rule is None:
                 if rule is not None and rule.leaves_code:

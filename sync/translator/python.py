@@ -16,7 +16,7 @@ import libcst as cst
 
 from sync.translator.compiled import SGLANG_REFERENCE, CompiledRules
 from sync.translator.cst_base import PassContext, RecordingTransformer
-from sync.translator.cst_codegen import line_map
+from sync.translator.cst_codegen import line_map, render
 from sync.translator.lazy import Fallback, LazyNarrower
 from sync.translator.memo import MEMO
 from sync.translator.model import Applied, Hit
@@ -25,6 +25,7 @@ from sync.translator.py_compat import CompatPass, compat_scope
 from sync.translator.py_imports import ImportPass, imports_from_ast, imports_from_text, scan_bindings
 from sync.translator.py_kwargs import KeywordPass
 from sync.translator.py_names import NamePass
+from sync.translator.py_scopes import import_uses, needs_scopes
 from sync.translator.py_shapes import ShapePass
 from sync.translator.py_strings import StringRolePass
 from sync.translator.scan import snippet
@@ -81,14 +82,17 @@ def _trigger_lines(text: str, rules: CompiledRules, renamed: re.Pattern[str] | N
     return sorted(lines)
 
 
-def _renamed_bindings(context: PassContext) -> re.Pattern[str] | None:
+def _bound_names(context: PassContext) -> frozenset[str]:
     """Names whose import changes them (``ServerArgs`` → ``EngineArgs``): uses must follow; and
     names imported from modules that stay SGLang: their uses are reported with the import."""
-    names = [
+    return frozenset(
         old
         for old, (new, rule) in context.bindings.items()
         if (new is not None and new != old) or (rule is not None and rule.leaves_code)
-    ]
+    )
+
+
+def _renamed_bindings(names: frozenset[str]) -> re.Pattern[str] | None:
     return re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b") if names else None
 
 
@@ -135,11 +139,17 @@ def _run_passes(
     start: int,
     applied: list[Applied],
     hits: list[tuple[str, int]],
+    scoped: frozenset[str] = frozenset(),
 ) -> cst.BaseStatement:
+    """``scoped``: the bound names whose uses in this (top-level) statement are told from other
+    spellings by scope analysis (``py_scopes``)."""
     current = statement
     lines = _Lines(module, start)
     for factory in factories:
-        transformer = factory(context)
+        if factory is NamePass and scoped:
+            transformer = NamePass(context, import_uses=import_uses(current, scoped))
+        else:
+            transformer = factory(context)
         updated = current.visit(transformer)
         for event in transformer.events:
             absolute = lines.line_of(event, current)
@@ -159,16 +169,33 @@ class _Collector:
         self.hits: list[tuple[str, int]] = []
 
 
-def _runner(module: cst.Module, rules, source, renamed, context: PassContext, out: _Collector):
+def _runner(
+    module: cst.Module, rules, source, renamed, context: PassContext, out: _Collector, scoped=frozenset()
+):
     plugin = compat_scope(rules.rules).covers(context.path)
 
     def run(statement: cst.BaseStatement, first: int, last: int) -> cst.BaseStatement:
         factories = _passes(rules, "".join(source[first - 1 : last]), renamed, plugin)
         if not factories:
             return statement
-        return _run_passes(module, statement, factories, context, first, out.applied, out.hits)
+        return _run_passes(module, statement, factories, context, first, out.applied, out.hits, scoped)
 
     return run
+
+
+def _scoped_names(node: ast.AST | None, text: str, names: frozenset[str], renamed) -> frozenset[str]:
+    """The bound names this top-level statement spells in a way that may not be the import
+    (``py_scopes.needs_scopes``): such a statement is visited whole, with scope analysis."""
+    if renamed is None or not renamed.search(text):
+        return frozenset()
+    return names if needs_scopes(node, names) else frozenset()
+
+
+def _whole_with_scopes(module, statement, first: int, end: int, runner_args, scoped) -> str | None:
+    """The new text of a top-level statement visited whole with scope analysis, or None."""
+    rules, source, renamed, context, out = runner_args
+    new = _runner(module, rules, source, renamed, context, out, scoped)(statement, first, end)
+    return None if new is statement else render(module, new, [])
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -232,6 +259,7 @@ def _by_slices(tree: ast.Module, source: list[str], triggers: list[int], rules, 
     pieces: list[str] = []
     previous_end = 0
     keys = _StatementKeys(context)
+    names = _bound_names(context)
     lazy = None
     if not any("\r" in line for line in source):  # the wrapper parse writes "\n" line ends
         runner_for = lambda module: _runner(module, rules, source, renamed, context, out)  # noqa: E731
@@ -249,7 +277,8 @@ def _by_slices(tree: ast.Module, source: list[str], triggers: list[int], rules, 
             pieces.extend(MEMO.replay(found, start, out.applied, out.hits))  # type: ignore[arg-type]
             continue
         applied_before, hits_before = len(out.applied), len(out.hits)
-        piece = _lazily(lazy, node, start, first, end, out)
+        scoped = _scoped_names(node, key[-1], names, renamed)
+        piece = None if scoped else _lazily(lazy, node, start, first, end, out)
         if piece is not None:
             MEMO.put(
                 key, tuple(piece), out.applied[applied_before:], out.hits[hits_before:], start, len(key[-1])
@@ -264,10 +293,15 @@ def _by_slices(tree: ast.Module, source: list[str], triggers: list[int], rules, 
         if statement_start - start != len(sub.header):
             return None
         piece = _comment_lines(rules, source[start - 1 : statement_start - 1], start, out.applied, out.hits)
-        runner = _runner(sub, rules, source, renamed, context, out)
-        narrower = Narrower(sub, source, triggers, runner, keys=keys, out=out)
-        new = narrower.transform(statement, node, statement_start, end, [])
-        piece.append(narrower.text(statement_start, end) if new is None else new)
+        if scoped:
+            runner_args = (rules, source, renamed, context, out)
+            new = _whole_with_scopes(sub, statement, statement_start, end, runner_args, scoped)
+        else:
+            runner = _runner(sub, rules, source, renamed, context, out)
+            new = Narrower(sub, source, triggers, runner, keys=keys, out=out).transform(
+                statement, node, statement_start, end, []
+            )
+        piece.append(probe.text(statement_start, end) if new is None else new)
         size = len(key[-1]) + sum(map(len, piece))
         MEMO.put(key, tuple(piece), out.applied[applied_before:], out.hits[hits_before:], start, size)
         pieces.extend(piece)
@@ -285,8 +319,14 @@ def _whole_module(text: str, tree, source: list[str], triggers: list[int], rules
     spans = spans or spans_by_codegen(module)
     pieces = _comment_lines(rules, source[: len(module.header)], 1, out.applied, out.hits)
     narrower = Narrower(module, source, triggers, _runner(module, rules, source, renamed, context, out))
+    names = _bound_names(context)
     for statement, node, (start, end) in zip(module.body, nodes, spans, strict=True):
-        new = narrower.transform(statement, node, start, end, [])
+        scoped = _scoped_names(node, narrower.text(start, end), names, renamed)
+        if scoped and narrower.has_trigger(start, end):
+            runner_args = (rules, source, renamed, context, out)
+            new = _whole_with_scopes(module, statement, start, end, runner_args, scoped)
+        else:
+            new = narrower.transform(statement, node, start, end, [])
         pieces.append(narrower.text(start, end) if new is None else new)
     last = spans[-1][1] if spans else len(module.header)
     pieces.extend(_comment_lines(rules, source[last:], last + 1, out.applied, out.hits))
@@ -308,7 +348,7 @@ def translate_python(
         rules=rules, path=path, dst_path=dst_path, bindings=scan_bindings(statements, rules, path),
         taken=frozenset(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)),
     )  # fmt: skip
-    renamed = _renamed_bindings(context)
+    renamed = _renamed_bindings(_bound_names(context))
     source = split_lines(text)
     triggers = _trigger_lines(text, rules, renamed)
     out = _Collector()
