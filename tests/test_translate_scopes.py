@@ -121,3 +121,19 @@ def test_plain_uses_need_no_scope_analysis_and_other_spellings_do():
     assert needs("del ServerArgs\n")
     assert needs("class C:\n    ServerArgs = 1\n")
     assert not needs("def f(other):\n    return other\n")
+
+
+def test_a_name_imported_from_a_module_that_stays_sglang_keeps_its_uses_in_a_scoped_statement():
+    """slime's ``deepgemm_moe_forward.py``: a function imports ``sglang_per_token_group_quant_fp8``
+    from a module with no vLLM counterpart beside imports that change. The function is visited
+    with scope analysis for the changing names; the kept import's uses must stay as they are, not
+    fall to the ``sglang_x`` → ``vllm_x`` identifier rule (which left the import and renamed the uses)."""
+    out = _out(
+        "def load():\n"
+        "    from sglang.srt.server_args import ServerArgs\n"
+        "    from sglang.srt.layers.quantization.fp8_kernel import sglang_per_token_group_quant_fp8\n"
+        "    return ServerArgs, dict(quant=sglang_per_token_group_quant_fp8)\n"
+    )
+    assert "import sglang_per_token_group_quant_fp8\n" in out
+    assert "dict(quant=sglang_per_token_group_quant_fp8)" in out
+    assert "vllm_per_token_group_quant_fp8" not in out

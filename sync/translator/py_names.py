@@ -14,10 +14,14 @@ from sync.translator.cst_base import PassContext, RecordingTransformer
 
 
 class NamePass(RecordingTransformer):
-    def __init__(self, context: PassContext, import_uses: set[int] | None = None) -> None:
-        """``import_uses``: ``id``s of the nodes that use a bound name; None: every spelling does."""
+    def __init__(
+        self, context: PassContext, scoped: frozenset[str] = frozenset(), import_uses: set[int] | None = None
+    ) -> None:
+        """``scoped``: the bound names resolved by scope analysis; ``import_uses``: ``id``s of the
+        nodes that are uses of their import. Every spelling of any other bound name is its use."""
         super().__init__(context)
-        self.import_uses = import_uses
+        self.scoped = scoped
+        self.import_uses = import_uses or set()
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False  # the import pass owns import statements
@@ -28,7 +32,7 @@ class NamePass(RecordingTransformer):
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
         value = updated_node.value
         bound = self.context.bindings.get(value)
-        if bound is not None and (self.import_uses is None or id(original_node) in self.import_uses):
+        if bound is not None and (value not in self.scoped or id(original_node) in self.import_uses):
             new, rule = bound
             if new is None or rule is None:
                 if rule is not None and rule.leaves_code:

@@ -147,7 +147,7 @@ def _run_passes(
     lines = _Lines(module, start)
     for factory in factories:
         if factory is NamePass and scoped:
-            transformer = NamePass(context, import_uses=import_uses(current, scoped))
+            transformer = NamePass(context, scoped, import_uses(current, scoped))
         else:
             transformer = factory(context)
         updated = current.visit(transformer)
