@@ -1,6 +1,10 @@
 """vime's default rollout function against the session's real engine + router: partial rollout,
 dynamic filtering, custom generate hooks, eval rollouts, debug data."""
 
+import asyncio
+import threading
+import time
+
 import pytest
 
 from vime.rollout.data_source import make_data_source
@@ -13,12 +17,40 @@ from vime.utils.types import RolloutFnEvalOutput, Sample
 pytestmark = pytest.mark.slow
 
 
+# The engine varied_length_generate freezes once the batch is full (set by the partial-rollout test,
+# which resumes the engine whatever happens), and how many samples have gone to it and come back.
+VARIED = {"engine": None, "sent": 0, "short_done": 0}
+SHORT_REQUESTS, LONG_REQUESTS = 4, 8  # groups 0..1 and 2..5 of the over-sampled 6, two samples each
+
+
 async def varied_length_generate(args, sample, sampling_params):
-    """Generate hook: the first two groups stop after 4 tokens, the rest may run 300 (ignoring EOS)."""
-    params = dict(sampling_params, ignore_eos=True, max_tokens=4 if sample.group_index < 2 else 300)
+    """Generate hook: the first two groups stop after 4 tokens, the rest may run 300 (ignoring EOS).
+
+    With ``VARIED["engine"]`` set, the engine is paused with its requests kept as soon as the last
+    short sample is back: the long ones stay frozen a few tokens in until the rollout's abort lands,
+    however fast the machine generates.
+    """
+    long = sample.group_index >= 2
+    params = dict(sampling_params, ignore_eos=True, max_tokens=300 if long else 4)
+    VARIED["sent"] += 1
     sample = await generate(args, sample, params)
     sample.metadata["hook"] = "varied"
+    engine = VARIED["engine"]
+    if engine is not None and not long:
+        VARIED["short_done"] += 1
+        if VARIED["short_done"] == SHORT_REQUESTS:  # groups 0 and 1 fill the batch: freeze the rest
+            await asyncio.to_thread(engine.pause, "keep")
     return sample
+
+
+def _wait_until_sent(count: int, settle_s: float = 2.0, timeout_s: float = 120.0) -> None:
+    """Until ``count`` requests went out, then ``settle_s`` more for them to reach the paused engine
+    (a paused engine does not step, so its Prometheus gauges cannot say how many it holds)."""
+    deadline = time.monotonic() + timeout_s
+    while VARIED["sent"] < count:
+        assert time.monotonic() < deadline, f"the rollout never sent {count} requests"
+        time.sleep(0.02)
+    time.sleep(settle_s)
 
 
 def drop_odd_groups(args, group, **kwargs):
@@ -51,7 +83,23 @@ def test_partial_rollout_aborts_in_flight_and_continues_next_step(
         "--custom-generate-function-path", "test_rollout_function.varied_length_generate",
     )  # fmt: skip
     data_source = make_data_source(args)
-    output = generate_rollout(args, 0, data_source)
+    # Every request of step 0 waits in the paused engine, so all start in the same step; the hook
+    # pauses it again when the short ones are back, before the rollout's abort.
+    result: dict = {}
+    rollout = threading.Thread(target=lambda: result.update(out=generate_rollout(args, 0, data_source)))
+    VARIED.update(engine=vllm_engine.client, sent=0, short_done=0)
+    vllm_engine.client.pause("keep")
+    try:
+        rollout.start()
+        _wait_until_sent(SHORT_REQUESTS + LONG_REQUESTS)
+        vllm_engine.client.resume()
+        rollout.join(timeout=300)
+        assert not rollout.is_alive() and vllm_engine.client.is_paused()
+    finally:
+        VARIED.update(engine=None, sent=0, short_done=0)
+        vllm_engine.client.resume()
+        rollout.join(timeout=300)
+    output = result["out"]
     kept = [s for group in output.samples for s in group]
 
     def seen(samples) -> list:  # what a failure shows: group, status, length of each sample
@@ -65,8 +113,8 @@ def test_partial_rollout_aborts_in_flight_and_continues_next_step(
     buffered = data_source.buffer
     partial = [s for group in buffered for s in group]
     assert len(buffered) == 4 and len({s.index for s in kept + partial}) == len(kept + partial), seen(partial)
-    # A long group that came back in the same wait as the group that filled the batch (a slow
-    # moment of a loaded machine) goes back whole; every other one was cut short by the abort.
+    # The hook froze the long requests a few tokens in: the abort cut them. (One whose request reached
+    # the engine late may have no token yet; one that somehow finished goes back whole.)
     cut = [s for s in partial if s.status == Sample.Status.ABORTED]
     surplus = [s for s in partial if s.status != Sample.Status.ABORTED]
     assert all(s.status == Sample.Status.TRUNCATED and s.response_length == 300 for s in surplus), seen(
