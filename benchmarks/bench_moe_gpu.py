@@ -196,7 +196,7 @@ def train_argv(
         "--tensor-model-parallel-size", "1", "--sequence-parallel", "--pipeline-model-parallel-size", "1",
         "--context-parallel-size", "1", "--expert-model-parallel-size", "1", "--expert-tensor-parallel-size", "1",
         "--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1",
-        "--use-dynamic-batch-size", "--max-tokens-per-gpu", "20480",
+        "--use-dynamic-batch-size", "--max-tokens-per-gpu", "8192",
     ]  # fmt: skip
     grpo_args = [
         "--advantage-estimator", "grpo", "--use-kl-loss", "--kl-loss-coef", "0.00", "--kl-loss-type", "low_var_kl",
