@@ -54,6 +54,7 @@ for line in open('$OUT/grpo.jsonl'):
     cp /tmp/q4b-out/"$variant".json /tmp/q4b-out/"$variant".jsonl "$OUT"/ 2>/dev/null
     tail -c 4000000 /tmp/q4b-out/"$variant".log > "$OUT/q4b_${variant}_train.log" ;;
   moe)  # prepare (checkpoints) and train in one call; the per-step pickles stay on the machine
+    export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}  # as measured 2026-12-06
     timeout 200 python3 benchmarks/bench_moe_gpu.py --out /tmp/moe-out --phase prepare 2>&1 | tail -c 100000 > "$OUT/moe_prepare.txt"
     echo "prepare rc=${PIPESTATUS[0]}"; tail -5 "$OUT/moe_prepare.txt"
     timeout 400 python3 benchmarks/bench_moe_gpu.py --out /tmp/moe-out --phase train --steps "${STEPS:-5}" \
