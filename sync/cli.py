@@ -16,13 +16,24 @@ def _interrupted_while_starting(signum: int, _frame: object) -> None:
     os._exit(130)
 
 
-_STARTING = {}
-for _signum in (signal.SIGINT, signal.SIGTERM):
-    try:
-        if signal.getsignal(_signum) in (signal.SIG_DFL, signal.default_int_handler):
-            _STARTING[_signum] = signal.signal(_signum, _interrupted_while_starting)
-    except ValueError:  # imported outside the main thread: leave signals alone
-        break
+def _while_starting() -> dict[int, object]:
+    """Route Ctrl-C and SIGTERM to the one-line exit; returns the handlers to put back once loaded."""
+    replaced: dict[int, object] = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            if signal.getsignal(signum) in (signal.SIG_DFL, signal.default_int_handler):
+                replaced[signum] = signal.signal(signum, _interrupted_while_starting)
+        except ValueError:  # imported outside the main thread: leave signals alone
+            break
+    return replaced
+
+
+def _started(replaced: dict[int, object]) -> None:
+    for signum, previous in replaced.items():
+        signal.signal(signum, previous)  # loaded: the commands' own handling from here on
+
+
+_STARTING = _while_starting()
 
 from typing import Annotated  # noqa: E402
 
@@ -31,8 +42,7 @@ import typer  # noqa: E402
 from sync.commands import audit, demo, follow, gate, ledger, resolve, rules, status, translate, window  # noqa: E402
 from sync.commands.errors import set_debug  # noqa: E402
 
-for _signum, _previous in _STARTING.items():
-    signal.signal(_signum, _previous)  # loaded: the commands' own handling from here on
+_started(_STARTING)
 
 app = typer.Typer(
     name="vime-sync",
@@ -58,12 +68,38 @@ for _module in (translate, rules, window, follow, resolve, status, gate, ledger,
     _module.register(app)
 
 
+def _redeliver_swallowed_interrupts() -> None:
+    """A Ctrl-C or SIGTERM that lands where Python cannot raise (a destructor, a callback from C code:
+    pydantic builds its validators in one) is printed as "Exception ignored" and dropped, and the run
+    went on to the end as if never stopped. Send the signal again: it is raised at the next line of
+    ordinary Python, where the command's rollback and its one-line report see it. (From a timer: a
+    signal handled inside this hook would raise inside it, and be dropped again.)"""
+    import _thread
+    import threading
+
+    from sync.window.transaction import Interrupted  # SIGTERM's exception; SIGINT's is KeyboardInterrupt
+
+    previous = sys.unraisablehook
+
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            signum = signal.SIGTERM if isinstance(unraisable.exc_value, Interrupted) else signal.SIGINT
+            threading.Timer(0.05, _thread.interrupt_main, args=(signum,)).start()
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+
+
 def run() -> None:
     """The ``vime-sync`` process: once a window or resolve has committed, Ctrl-C or SIGTERM can no
     longer make it report "interrupted; rolled back" over a complete result (tests drive ``app``)."""
+    starting = _while_starting()  # these imports load the merge stack: another second on a busy machine
     from sync.commands.errors import interrupted_outside_a_command
     from sync.window.transaction import ignore_signals_after_commit
 
+    _redeliver_swallowed_interrupts()
+    _started(starting)
     ignore_signals_after_commit()
     try:
         app()
