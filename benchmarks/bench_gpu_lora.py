@@ -57,6 +57,7 @@ def main() -> None:
 
     def measure_then_shutdown(self, interrupted=False):
         if not interrupted and self.actor is not None and not pushes["adapter"]:
+            self.onload_train()  # the loop offloaded it after the last push: time pushes as a step does
             for _ in range(opts.repeats):
                 for kind, sync in (("adapter", "adapter"), ("full", "merged")):
                     self.actor.args.lora_sync = (
@@ -68,6 +69,7 @@ def main() -> None:
                     )
             self.actor.args.lora_sync = "adapter"
             self.actor.update_weights(self.rollout)  # leave the engines on base + adapter
+            self.offload_train()
         original_shutdown(self, interrupted)
 
     training_run.TrainingRun.shutdown = measure_then_shutdown

@@ -157,3 +157,32 @@ def test_actor_state_round_trips_and_the_first_region_holds_adam(megatron_cpu, t
         moving.actor.model.named_parameters(), resident.actor.model.named_parameters(), strict=True
     ):
         assert torch.equal(p, q), name
+
+
+def test_weights_read_while_offloaded_come_back_for_the_read_and_go_out_again(
+    megatron_cpu, tiny_model_dir, tmp_path
+) -> None:
+    """A push or a save while the loop has the trainer offloaded (the bench's pushes after the last
+    step; a save on Ctrl-C while the engines generate) reads the real weights, not freed storage, and
+    leaves the trainer offloaded as it found it."""
+    from safetensors.torch import load_file
+
+    moving, resident = _backend(tiny_model_dir), _backend(tiny_model_dir)
+    for backend in (moving, resident):
+        backend.train(0, _data())
+    moving.actor.offload()
+    assert moving.actor.is_offloaded
+    got = moving.export_weights(tmp_path / "offloaded")
+    assert moving.actor.is_offloaded
+    assert all(p.untyped_storage().nbytes() == 0 for p in moving.actor.model.parameters())
+    want = resident.export_weights(tmp_path / "resident")
+    ours = {k: v for f in sorted(got.glob("*.safetensors")) for k, v in load_file(str(f)).items()}
+    theirs = {k: v for f in sorted(want.glob("*.safetensors")) for k, v in load_file(str(f)).items()}
+    assert ours.keys() == theirs.keys() and ours
+    for name, tensor in ours.items():
+        assert torch.equal(tensor, theirs[name]), name
+    moving.actor.onload()
+    for (name, p), (_, q) in zip(
+        moving.actor.model.named_parameters(), resident.actor.model.named_parameters(), strict=True
+    ):
+        assert torch.equal(p, q), name

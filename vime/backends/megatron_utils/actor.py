@@ -306,3 +306,24 @@ class MegatronActor:
     def onload(self) -> float:
         """Undo :meth:`offload` (same storages, same bytes; gradient buffers zeroed); seconds taken."""
         return self._offloader.onload() if self._offloader is not None else 0.0
+
+    @property
+    def is_offloaded(self) -> bool:
+        return self._offloader is not None and self._offloader.is_out
+
+    @contextlib.contextmanager
+    def on_device(self) -> Iterator[None]:
+        """The state back on the device for the block, and out again after it, if it was offloaded.
+
+        A read of an offloaded weight sees a zero-byte storage: on CUDA an illegal memory access (an
+        adapter push after the loop had offloaded the trainer died so on an H100), on the CPU an
+        error. Saving on Ctrl-C while the engines generate is the everyday case.
+        """
+        if not self.is_offloaded:
+            yield
+            return
+        self.onload()
+        try:
+            yield
+        finally:
+            self.offload()

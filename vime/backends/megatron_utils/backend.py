@@ -251,19 +251,22 @@ class MegatronTrainBackend(TrainBackend):
                 "merged LoRA weights are not exported by the megatron backend yet: use --lora-sync adapter"
             )
 
-        exporter = self.actor.weight_exporter(self.args.update_weight_buffer_size)
-        out = export_model_to_hf_dir(exporter, dest, self.args.hf_checkpoint, progress=False)
+        with self.actor.on_device():
+            exporter = self.actor.weight_exporter(self.args.update_weight_buffer_size)
+            out = export_model_to_hf_dir(exporter, dest, self.args.hf_checkpoint, progress=False)
         return out if dist.get_rank() == 0 else None
 
     def send_weights(self, sink, bucket_bytes: int) -> int:
         """Zero-copy HF views (TP=1) packed into buckets for ``sink``; every rank takes part."""
-        return self.actor.update_weights(sink, bucket_bytes=bucket_bytes, progress=False)
+        with self.actor.on_device():
+            return self.actor.update_weights(sink, bucket_bytes=bucket_bytes, progress=False)
 
     def _adapter_state(self) -> dict[str, torch.Tensor]:
         """The whole adapter on every rank: each stage's (TP-gathered), joined over all ranks."""
         from vime.backends.megatron_utils.lora import adapter_state
 
-        mine = adapter_state(self.actor.model)
+        with self.actor.on_device():
+            mine = adapter_state(self.actor.model)  # copies on the host: safe once offloaded again
         everyone: list = [None] * dist.get_world_size()
         dist.all_gather_object(everyone, mine)
         return {k: v for part in everyone for k, v in part.items()}
@@ -300,7 +303,8 @@ class MegatronTrainBackend(TrainBackend):
             dist.barrier()
             return
         optimizer = None if self.args.no_save_optim else self.actor.optimizer
-        save_checkpoint(unwrap(self.actor.model), optimizer, rollout_id, self.args.save)
+        with self.actor.on_device():  # saving on Ctrl-C may find the trainer offloaded (--colocate)
+            save_checkpoint(unwrap(self.actor.model), optimizer, rollout_id, self.args.save)
         if dist.get_rank() == 0:
             state = {
                 "rollout_id": rollout_id,
