@@ -45,7 +45,17 @@ for line in open('$OUT/grpo.jsonl'):
     timeout 580 python3 benchmarks/bench_async.py --gpu --steps "${STEPS:-20}" --lags "${LAGS:-2}" --seeds "${SEEDS:-1}" \
       ${ONLY:+--only "$ONLY"} --out /tmp/vime-async 2>&1 | tail -c 300000 > "$OUT/async.log"
     echo "bench_async rc=${PIPESTATUS[0]}"; tail -25 "$OUT/async.log"
-    cp /tmp/vime-async/results.json /tmp/vime-async/reward_vs_time.png /tmp/vime-async/*.log "$OUT"/ 2>/dev/null ;;
+    cp /tmp/vime-async/results.json /tmp/vime-async/reward_vs_time.png /tmp/vime-async/*.log "$OUT"/ 2>/dev/null
+    for run in /tmp/vime-async/*/; do cp "$run/metrics.jsonl" "$OUT/$(basename "$run").jsonl" 2>/dev/null; done
+    python3 - "$OUT" <<'PY'
+import json, statistics, sys
+from pathlib import Path
+for f in sorted(Path(sys.argv[1]).glob("*_seed*.jsonl")):  # each run's phase medians, steps 1..
+    rows = [json.loads(line) for line in f.read_text().splitlines() if line][1:]
+    keys = sorted({k for r in rows for k in r if k.startswith(("time/", "weight_sync/", "async/"))})
+    print(f.stem, {k: round(statistics.median(r[k] for r in rows if k in r), 4) for k in keys})
+PY
+    ;;
   q4b-after|q4b-before)  # one train.py run each; the 4B checkpoint in /tmp/q4b is built once per machine
     variant=${1#q4b-}; task=math; [ "$variant" = after ] && task=${TASK:-known-tokens}
     timeout 590 python3 benchmarks/bench_qwen3_4b_gpu.py --variant "$variant" --task "$task" --steps "${STEPS:-5}" \
