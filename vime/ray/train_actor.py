@@ -256,7 +256,9 @@ class TrainGroup:
             return time.perf_counter() - start
         if self.weight_sync.pushes_to_engines and rollout_manager is not None:
             self.last_sync = self._update_weights_gpu(self.weight_sync.mode, rollout_manager, pause_mode)
+            noted = time.perf_counter()
             self._note_pushed()
+            self.last_sync["weight_sync/note_ranks_s"] = time.perf_counter() - noted
             return time.perf_counter() - start
         dest = self.weights_root / f"v{self.weight_version:06d}"
         paths = ray.get([actor.export_weights.remote(str(dest)) for actor in self.actors])
@@ -294,8 +296,11 @@ class TrainGroup:
 
     def _update_weights_gpu(self, mode: str, rollout_manager, pause_mode: str) -> dict[str, float]:
         """IPC: each engine is driven by the rank on its GPU (engine j by rank j % world size); NCCL: by
-        rank 0. The engines' recorded version follows, so the manager reports it."""
+        rank 0. The engines' recorded version follows, so the manager reports it. Each round trip's
+        driver-side seconds join the rank's figures (``weight_sync/urls_s``, ``ranks_s``, ``note_manager_s``)."""
+        mark = time.perf_counter()
         urls = ray.get(rollout_manager.engine_urls.remote())
+        seconds = {"weight_sync/urls_s": time.perf_counter() - mark}
         ranks = len(self.actors)
         if mode == "ipc":
             assigned = [[u for j, u in enumerate(urls) if j % ranks == r] for r in range(ranks)]
@@ -303,14 +308,18 @@ class TrainGroup:
             assigned = [urls] + [[] for _ in range(ranks - 1)]
         options = WeightPushOptions.from_args(self.args, pause_mode)
         version = str(self.weight_version)
+        mark = time.perf_counter()
         results = ray.get(
             [
                 a.send_weights_to_engines.remote(assigned[r], version, options)
                 for r, a in enumerate(self.actors)
             ]
         )
+        seconds["weight_sync/ranks_s"] = time.perf_counter() - mark
+        mark = time.perf_counter()
         ray.get(rollout_manager.note_weight_version.remote(version))
-        return results[0]
+        seconds["weight_sync/note_manager_s"] = time.perf_counter() - mark
+        return results[0] | seconds
 
     def kill(self) -> None:
         for actor in self.actors:

@@ -19,6 +19,7 @@ import base64
 import contextlib
 import json
 import pickle
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -165,7 +166,11 @@ class VimeIpcSink:
     def _post(self, named: list[tuple[str, torch.Tensor]]) -> None:
         if self._left <= 0:
             raise RuntimeError("more buckets sent than the plan announced in begin()")
+        mark = time.perf_counter()
         torch.cuda.current_stream().synchronize()  # the engine reads this memory from another process
+        self.seconds["trainer_gpu_wait"] = (
+            self.seconds.get("trainer_gpu_wait", 0.0) + time.perf_counter() - mark
+        )
         payload, known = self._message(named)
         short = json.dumps(without_tensors(payload)) if known else None
         full = None if known else json.dumps(payload)
