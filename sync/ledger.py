@@ -21,12 +21,13 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from sync.gitio import GitError, git
 from sync.merge.filemerge import FileOutcome
+from sync.model.disposition import BY_HAND, Disposition
 from sync.model.names import SYNC_SUBJECT_PREFIX, parse_per_pr_subject
 from sync.model.outcome import FILE_QUESTIONS, MIRRORED, Outcome
+from sync.model.question import Question
 from sync.model.window import UpstreamCommit, Window
 from sync.textio import to_utf8
 
@@ -35,8 +36,6 @@ LEDGER_MD = ".vime-sync/LEDGER.md"
 HEADER = "# vime-sync ledger v1: sha\tpr\twindow\tdisposition\tdownstream\ttitle\treason"
 FIELDS = ("sha", "pr", "window", "disposition", "downstream", "title", "reason")
 FOLLOW_FIELD = "follow"  # the optional eighth cell
-DISPOSITIONS = ("mirrored", "review", "port", "no_effect", "not_mirrored", "empty", "ported", "excluded")
-BY_HAND = ("ported", "excluded", "mirrored", "port")
 
 
 _SUMMARY = re.compile(
@@ -83,7 +82,7 @@ class LedgerRow:
     sha: str
     pr: int | None
     window: str
-    disposition: str
+    disposition: Disposition
     downstream: str
     title: str
     reason: str
@@ -116,17 +115,19 @@ def parse_ledger(text: str, source: str = LEDGER_PATH) -> list[LedgerRow]:
         follow = (
             StepSummary.parse(cells[len(FIELDS)], f"{source} line {n}") if len(cells) > len(FIELDS) else None
         )
-        if disposition not in DISPOSITIONS:
+        try:
+            known = Disposition(disposition)
+        except ValueError:
             raise LedgerError(
-                f"{source} line {n}: unknown disposition {disposition!r}; use one of {DISPOSITIONS}"
-            )
+                f"{source} line {n}: unknown disposition {disposition!r}; use one of {tuple(map(str, Disposition))}"
+            ) from None
         number = None if pr == "-" else int(pr) if pr.isdigit() else None
         rows.append(
             LedgerRow(
                 sha,
                 number,
                 window,
-                disposition,
+                known,
                 "" if downstream == "-" else downstream,
                 title,
                 reason,
@@ -157,30 +158,30 @@ def load_ledger(downstream: Path, rev: str = "HEAD") -> list[LedgerRow]:
 
 def _disposition(
     files: tuple[str, ...], by_upstream: dict[str, FileOutcome], asked: list[str] | None
-) -> tuple[str, str]:
+) -> tuple[Disposition, str]:
     """A commit's disposition from what happened to the files it touched, and a short reason.
 
     ``asked``: the questions whose hunks or sites this commit's changes produced (per-hunk
     provenance); None when not known, then any question in one of its files counts.
     """
     if not files:
-        return "empty", "no files changed"
+        return Disposition.EMPTY, "no files changed"
     seen = [(f, by_upstream.get(f)) for f in files]
     kinds = Counter(o.outcome if o else "no_net_change" for _, o in seen)
     parts = [f"{n} {k}" for k, n in sorted(kinds.items())]
     if asked:
         shown = ", ".join(asked[:4]) + (" ..." if len(asked) > 4 else "")
-        return "review", f"{', '.join(parts)}; questions {shown}"
+        return Disposition.REVIEW, f"{', '.join(parts)}; questions {shown}"
     if asked is None and any(k in FILE_QUESTIONS for k in kinds):
         files_asked = sorted({o.path for _, o in seen if o and o.outcome in FILE_QUESTIONS})
         return (
-            "review",
+            Disposition.REVIEW,
             f"{', '.join(parts)}; questions in {', '.join(files_asked[:3])}{' ...' if len(files_asked) > 3 else ''}",
         )
     if Outcome.PORT in kinds:
         ports = sorted({o.path for _, o in seen if o and o.outcome == Outcome.PORT})
         return (
-            "port",
+            Disposition.PORT,
             f"{', '.join(parts)}; port by hand: {', '.join(ports[:3])}{' ...' if len(ports) > 3 else ''}",
         )
     if any(k in MIRRORED | FILE_QUESTIONS for k in kinds):  # a question in one of its files is another PR's
@@ -190,11 +191,13 @@ def _disposition(
             more = " ..." if len(others) > 3 else ""
             where = f"merged into {', '.join(others[:3])}{more}, whose questions come from other PRs' changes"
             reason = f"{reason}; {where}" if reason else where
-        return "mirrored", reason
+        return Disposition.MIRRORED, reason
     if set(kinds) <= {Outcome.NOT_MIRRORED}:
         notes = sorted({o.note for _, o in seen if o and o.note})
-        return "not_mirrored", "; ".join(notes) or "the rules do not mirror its paths"
-    return "no_effect", ", ".join(parts) + " (no change after translation, or undone later in the window)"
+        return Disposition.NOT_MIRRORED, "; ".join(notes) or "the rules do not mirror its paths"
+    return Disposition.NO_EFFECT, ", ".join(
+        parts
+    ) + " (no change after translation, or undone later in the window)"
 
 
 def window_rows(
@@ -202,11 +205,11 @@ def window_rows(
     name: str,
     outcomes: list[FileOutcome],
     downstream_commits: dict[str, str] | None = None,
-    questions: list[Any] | None = None,
+    questions: list[Question] | None = None,
 ) -> list[LedgerRow]:
     """One row per first-parent commit of the window, in merge order.
 
-    With ``questions`` (sync.reports.questions.Question), a commit is ``review`` only when a
+    With ``questions`` (sync.model.question.Question), a commit is ``review`` only when a
     conflict or file question names its PR (grouped rule hits keep their default and do not count).
     """
     by_upstream: dict[str, FileOutcome] = {}
@@ -246,7 +249,9 @@ def set_disposition(rows: list[LedgerRow], pr: int, disposition: str, reason: st
         )
     if not any(r.pr == pr for r in rows):
         raise LedgerError(f"PR #{pr} is not in the ledger; sync the window that holds it first")
-    return [replace(r, disposition=disposition, reason=reason) if r.pr == pr else r for r in rows]
+    return [
+        replace(r, disposition=Disposition(disposition), reason=reason) if r.pr == pr else r for r in rows
+    ]
 
 
 def render_ledger_md(rows: list[LedgerRow]) -> str:
@@ -258,7 +263,7 @@ def render_ledger_md(rows: list[LedgerRow]) -> str:
         "# Ledger: every upstream commit a sync took",
         "",
         f"{len(rows)} upstream commits in {len({r.window for r in rows})} windows: "
-        + ", ".join(f"{counts[d]} {d}" for d in DISPOSITIONS if counts[d])
+        + ", ".join(f"{counts[d]} {d}" for d in Disposition if counts[d])
         + ". Source: `.vime-sync/ledger` (one row per commit; `vime-sync ledger --pr N` answers where a PR went).",
     ]
     followed = any(r.follow for r in rows)
