@@ -8,19 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.train_args import debug_train_args
 from vime.backends.factory import make_backend
 from vime.backends.train_data import TrainBatch
 from vime.rollout.train_data import convert_samples_to_train_data
 from vime.utils.args.rollout import check_keep_old_actor
-from vime.utils.arguments import parse_args
 from vime.utils.types import Sample
 
 
 def _args(model_dir: Path, *extra: str):
-    return parse_args(
-        ["--debug-train-only", "--hf-checkpoint", str(model_dir), "--rollout-batch-size", "2",
-         "--n-samples-per-prompt", "2", "--num-rollout", "4", "--micro-batch-size", "2", "--lr", "5e-2", *extra]
-    )  # fmt: skip
+    return debug_train_args(model_dir, *extra, lr="5e-2")
 
 
 def _batch(version: str | None) -> TrainBatch:

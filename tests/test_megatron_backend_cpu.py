@@ -17,8 +17,8 @@ pytest.importorskip("megatron.core")
 
 from megatron_cpu_support import megatron_on_cpu
 
+from tests.train_args import debug_train_args
 from vime.backends.train_data import TrainBatch
-from vime.utils.arguments import parse_args
 
 
 @pytest.fixture(scope="module")
@@ -27,18 +27,7 @@ def megatron_cpu():
 
 
 def _args(model_dir: Path, *extra: str):
-    return parse_args(
-        [
-            "--debug-train-only",
-            "--hf-checkpoint", str(model_dir),
-            "--rollout-batch-size", "2",
-            "--n-samples-per-prompt", "2",
-            "--num-rollout", "4",
-            "--micro-batch-size", "2",
-            "--lr", "1e-2",
-            *extra,
-        ]
-    )  # fmt: skip
+    return debug_train_args(model_dir, *extra)
 
 
 def _rollout_data() -> dict:

@@ -14,6 +14,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.train_args import debug_train_args
 from vime.backends.factory import make_backend
 from vime.backends.micro_batches import (
     BatchingConfig,
@@ -95,19 +96,13 @@ def test_forward_plans_line_up_across_ranks():
 
 
 def _args(model_dir: Path, *extra: str):
-    return parse_args(
-        [
-            "--debug-train-only",
-            "--hf-checkpoint", str(model_dir),
-            "--rollout-batch-size", "4",
-            "--n-samples-per-prompt", "2",
-            "--num-rollout", "2",
-            "--global-batch-size", "8",
-            "--micro-batch-size", "2",
-            "--lr", "1e-2",
-            "--optimizer", "sgd",  # a linear update: weights differ only as much as the gradients
-            *extra,
-        ]
+    return debug_train_args(
+        model_dir,
+        "--global-batch-size", "8",
+        "--optimizer", "sgd",  # a linear update: weights differ only as much as the gradients
+        *extra,
+        batch=4,
+        rollouts=2,
     )  # fmt: skip
 
 

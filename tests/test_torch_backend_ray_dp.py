@@ -3,18 +3,15 @@
 import pytest
 import torch
 
+from tests.train_args import debug_train_args
 from vime.backends.factory import make_backend
 from vime.backends.train_data import TrainBatch
 from vime.ray.placement_group import PlacementSlice
 from vime.ray.train_actor import TrainGroup
-from vime.utils.arguments import parse_args
 
 
 def _args(model_dir, *extra):
-    return parse_args(
-        ["--debug-train-only", "--hf-checkpoint", str(model_dir), "--rollout-batch-size", "2",
-         "--n-samples-per-prompt", "2", "--num-rollout", "2", "--micro-batch-size", "1", "--lr", "1e-2", *extra]
-    )  # fmt: skip
+    return debug_train_args(model_dir, *extra, rollouts=2, micro=1)
 
 
 DATA = {

@@ -13,24 +13,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.train_args import debug_train_args
 from vime.backends.factory import make_backend
 from vime.backends.train_data import TrainBatch
-from vime.utils.arguments import parse_args
 
 
 def _args(model_dir: Path, *extra: str):
-    return parse_args(
-        [
-            "--debug-train-only",
-            "--hf-checkpoint", str(model_dir),
-            "--rollout-batch-size", "2",
-            "--n-samples-per-prompt", "2",
-            "--num-rollout", "4",
-            "--micro-batch-size", "2",
-            "--lr", "1e-2",
-            *extra,
-        ]
-    )  # fmt: skip
+    return debug_train_args(model_dir, *extra)
 
 
 def _data(rewards=(1.0, -1.0, 1.0, -1.0), **extra) -> dict:

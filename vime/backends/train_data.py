@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from vime.algorithms.estimators import estimator
+
 if TYPE_CHECKING:
     from vime.backends.micro_batches import RankShare
 
@@ -174,7 +176,7 @@ def old_log_probs_source(args, optimizer_steps: int, has_rollout_log_probs: bool
         and not args.use_critic
         and not args.keep_old_actor
         and not args.use_opd
-        and args.advantage_estimator != "gspo"
+        and estimator(args.advantage_estimator).policy_loss != "gspo"  # a sequence ratio
         and not args.rollout_data_postprocess_path
         and not args.save_debug_train_data
     )

@@ -25,6 +25,7 @@ from vime.algorithms.aggregation import masked_mean
 from vime.algorithms.estimators import Estimator, estimator
 from vime.algorithms.opd import OpdConfig, apply_opd_to_advantages
 from vime.backends.loss_hooks import custom_advantages
+from vime.backends.micro_batches import BatchingConfig, RankShare, rank_shares
 from vime.backends.train_data import (
     TrainBatch,
     apply_rollout_data_postprocess,
@@ -125,6 +126,17 @@ def compute_advantages(args: Namespace, batch: TrainBatch, kl_coef: float) -> di
 
 
 LogProbs = Callable[[TrainBatch], list[torch.Tensor]]
+
+
+def own_share(
+    batch: TrainBatch, global_batch_size: int, ranks: int, rank: int, batching: BatchingConfig
+) -> tuple[RankShare, TrainBatch]:
+    """This rank's share of the rollout and its samples: the share the rollout manager sent, or, for
+    a backend given the whole batch, the share the manager would have picked (``rank_shares``)."""
+    if batch.share is not None:
+        return batch.share, batch
+    share = rank_shares([len(t) for t in batch.tokens], global_batch_size, ranks, batching)[rank]
+    return share, batch.select(share.order)
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from vime.backends.megatron_utils.hf_config import load_shape
 from vime.backends.megatron_utils.model_builder import BuildOptions, ParallelSizes
 from vime.backends.megatron_utils.moe_config import warn_fallbacks
 from vime.backends.megatron_utils.optimizer import OptimizerSettings
-from vime.backends.micro_batches import BatchingConfig, plan_forward, rank_shares
+from vime.backends.micro_batches import BatchingConfig, plan_forward
 from vime.backends.train_data import TrainBatch, old_log_probs_source
-from vime.backends.train_prep import PrepPasses, prepare_train_step
+from vime.backends.train_prep import PrepPasses, own_share, prepare_train_step
 from vime.utils.args.defaults import config_from_args
 from vime.utils.args.megatron_runtime import MegatronRuntime
 from vime.utils.args.model_arch import ModelArchFlags
@@ -203,11 +203,7 @@ class MegatronTrainBackend(TrainBackend):
 
     def train(self, rollout_id: int, batch: TrainBatch) -> dict[str, float]:
         args = self.args
-        share, local = batch.share, batch
-        if share is None:  # the whole rollout: pick this rank's share as the rollout manager would
-            lengths = [len(t) for t in batch.tokens]
-            share = rank_shares(lengths, args.global_batch_size, self.dp_size, self.batching)[self.dp_rank]
-            local = batch.select(share.order)
+        share, local = own_share(batch, args.global_batch_size, self.dp_size, self.dp_rank, self.batching)
         local_steps = share.steps
         self.old_log_probs_source = old_log_probs_source(
             args, len(local_steps), local.rollout_log_probs is not None

@@ -21,7 +21,7 @@ from vime.algorithms import LossConfig, make_kl_controller
 from vime.algorithms.opd import OpdConfig, teacher_dir
 from vime.backends.attention_kernels import use_attention_backend
 from vime.backends.base import TrainBackend
-from vime.backends.micro_batches import BatchingConfig, plan_forward, rank_shares
+from vime.backends.micro_batches import BatchingConfig, plan_forward
 from vime.backends.torch_utils import checkpoint as ckpt
 from vime.backends.torch_utils.lora import (
     apply_lora,
@@ -49,7 +49,7 @@ from vime.backends.torch_utils.train_step import (
 )
 from vime.backends.torch_utils.weights import full_model_state, write_hf_dir
 from vime.backends.train_data import TrainBatch
-from vime.backends.train_prep import PrepPasses, prepare_train_step
+from vime.backends.train_prep import PrepPasses, own_share, prepare_train_step
 from vime.utils.args.megatron_runtime import MegatronRuntime
 from vime.utils.lora_settings import LoraSettings
 
@@ -136,14 +136,9 @@ class TorchTrainBackend(TrainBackend):
     def _shard(self, batch: TrainBatch) -> tuple[TrainBatch, list[list[list[int]]]]:
         """This rank's samples of every step and their micro-batches (vime.backends.micro_batches);
         also plans the forward passes over them, aligned across ranks."""
-        share = batch.share
-        local = batch
-        if share is None:  # the whole rollout: pick this rank's share as the rollout manager would
-            lengths = [len(t) for t in batch.tokens]
-            share = rank_shares(lengths, self.args.global_batch_size, self.world_size, self.batching)[
-                self.rank
-            ]
-            local = batch.select(share.order)
+        share, local = own_share(
+            batch, self.args.global_batch_size, self.world_size, self.rank, self.batching
+        )
         at_least = share.forward_at_least
         groups = plan_forward([len(t) for t in local.tokens], self.batching, at_least=at_least)
         self._forward_plan = (local, groups, max(0, at_least - len(groups)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from vime.algorithms.estimators import estimator
 from vime.utils.args.defaults import flag_value
 from vime.utils.args.training_checks import TrainingFlagError, check_refused, check_training_flags
 
@@ -178,13 +179,13 @@ def _check_algorithm(args: argparse.Namespace) -> None:
         args.tis_clip > args.tis_clip_low,
         f"--tis-clip {args.tis_clip} must exceed --tis-clip-low {args.tis_clip_low}",
     )
-    args.use_critic = args.advantage_estimator == "ppo"
+    args.use_critic = estimator(args.advantage_estimator).needs_critic
     if args.critic_lr is None:
         args.critic_lr = args.lr
     _require(
         args.n_samples_per_prompt > 1
         or args.loss_type == "sft_loss"  # SFT compares nothing (slime's SFT launch keeps grpo, 1 sample)
-        or args.advantage_estimator not in ("grpo", "gspo", "cispo", "reinforce_plus_plus_baseline"),
+        or not estimator(args.advantage_estimator).group_baseline,
         f"--advantage-estimator {args.advantage_estimator} compares samples of one prompt: "
         f"set --n-samples-per-prompt to 2 or more",
     )
