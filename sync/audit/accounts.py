@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from sync.audit.decided import Answer
 from sync.audit.lines import PR, Hunk, Replay, split
-from sync.model.question import HUNK_KINDS, LINE_KINDS
+from sync.model.outcome import WHOLE_FILE_ANSWERS
+from sync.model.question import HUNK_KINDS, LINE_KINDS, QuestionKind
 
 CATEGORIES = (
     "present",
@@ -123,7 +124,7 @@ def _explain(facts: FileFacts, pr: PR, missing: list[bytes], carried: list[bytes
     names = ", ".join(dict.fromkeys(a.name + (f" ({a.decision})" if a.decision else "") for a in used))
     if any(a.decision is None for a in used):
         return "waiting", f"question not answered yet: {names}"
-    if all(a.kind == "port" for a in used):
+    if all(a.kind == QuestionKind.PORT for a in used):
         return "port", f"port request answered {used[0].decision}: {names}"
     return "decided", f"recorded answer {names}"
 
@@ -131,7 +132,7 @@ def _explain(facts: FileFacts, pr: PR, missing: list[bytes], carried: list[bytes
 def _explains_missing(a: Answer, line: bytes) -> bool:
     if not a.drops_theirs():
         return False
-    if a.kind in ("modify_delete", "binary", "port"):
+    if a.kind in WHOLE_FILE_ANSWERS:
         return True
     if a.kind in HUNK_KINDS:
         return line in {_key(x) for x in a.theirs}
@@ -141,7 +142,7 @@ def _explains_missing(a: Answer, line: bytes) -> bool:
 def _explains_carried(a: Answer, line: bytes) -> bool:
     if not a.keeps_ours():
         return False
-    if a.kind in ("modify_delete", "binary", "port"):
+    if a.kind in WHOLE_FILE_ANSWERS:
         return True
     return a.kind in HUNK_KINDS and line in {_key(x) for x in a.ours}
 

@@ -29,6 +29,8 @@ from sync.ledger import LEDGER_PATH, StepSummary, ledger_files, load_ledger, par
 from sync.merge.filemerge import FileOutcome
 from sync.model.errors import SyncError
 from sync.model.names import FOLLOW_BRANCH, FOLLOW_TRAILER, report_dir, window_label, window_name
+from sync.model.outcome import Outcome
+from sync.model.question import Tier
 from sync.reports.questions import Question, expand_sites, tier_counts
 from sync.window.changes import changed_files
 from sync.window.checks import check_clean
@@ -110,7 +112,7 @@ def planned_writes(
     writes: list[tuple[str, bytes | None, str]] = []
     for out in outcomes:
         writes += [(old, None, "") for old in out.remove]
-        if out.data is not None and out.outcome != "not_mirrored":
+        if out.data is not None and out.outcome != Outcome.NOT_MIRRORED:
             writes.append((out.path, out.data, out.mode))
     return writes + [(rel, data, "") for rel, data in files.items()]
 
@@ -151,7 +153,7 @@ def _with_summary(ledger: bytes, window: str, summary: StepSummary) -> dict[str,
 def _summary(ctx: StepContext, gate: str) -> StepSummary:
     t = ctx.tiers
     return StepSummary(
-        t.get("Decide", 0), t.get("Confirm", 0), t.get("Settled", 0), ctx.person, ctx.seconds(), gate
+        t.get(Tier.DECIDE, 0), t.get(Tier.CONFIRM, 0), t.get(Tier.SETTLED, 0), ctx.person, ctx.seconds(), gate
     )
 
 
@@ -184,12 +186,12 @@ def stage_merge_commit(ctx: StepContext) -> None:
     assert run is not None
     ctx.tiers = tier_counts(run.questions)
     files = dict(run.files)
-    if ctx.tiers["Decide"]:
+    if ctx.tiers[Tier.DECIDE]:
         ctx.person = True
         ctx.summary = _summary(ctx, "waiting for answers")
         files |= _with_summary(files[LEDGER_PATH], ctx.name, ctx.summary)
     message = merge_message(run.window, run.outcomes, run.questions, run.reports_rel)
-    if ctx.tiers["Decide"]:  # this commit is the PR's last until a person answers
+    if ctx.tiers[Tier.DECIDE]:  # this commit is the PR's last until a person answers
         ctx.final(message.splitlines()[0])
     run.commits.append(commit_on_branch(ctx, files, f"{message}\n{FOLLOW_TRAILER}\n", run.outcomes))
 
@@ -203,7 +205,7 @@ def _resolve(ctx: StepContext, trusted: dict[str, Any], answers: dict[str, Any],
 
 
 def open_decide(questions: list[Question]) -> list[str]:
-    return [q.id for q in expand_sites(questions) if q.tier == "Decide" and not q.decision]
+    return [q.id for q in expand_sites(questions) if q.tier == Tier.DECIDE and not q.decision]
 
 
 def waiting_line(ctx: StepContext, open_ids: list[str]) -> str:

@@ -42,3 +42,5 @@ CLEAN_MERGES = frozenset(
 ASKED_AS_A_FILE = FILE_QUESTIONS | {Outcome.PORT}
 #: outcomes where nothing lands in the tree: listed only
 NOTHING_LANDS = frozenset({Outcome.PORT, Outcome.NOT_MIRRORED})
+#: file questions answered for the whole file at once (no markers): an answer keeps or drops all of it
+WHOLE_FILE_ANSWERS = frozenset({Outcome.MODIFY_DELETE, Outcome.BINARY, Outcome.PORT})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from sync.ledger import ledger_files, merge_rows, window_rows
 from sync.model.names import report_dir
+from sync.model.outcome import Outcome
+from sync.model.question import QuestionKind
 from sync.reports.context import ReportContext
 from sync.reports.questions_md import decisions_doc, dump_json, render_questions
 from sync.reports.review_page import render_review_page
@@ -24,18 +26,22 @@ def build_reports(ctx: ReportContext) -> dict[str, bytes]:
     rows = window_rows(ctx.window, ctx.name, ctx.outcomes, ctx.downstream_commits, ctx.questions)
     files |= ledger_files(merge_rows(ctx.previous_ledger, rows))
     by_path = {o.path: o for o in ctx.outcomes}
-    ports = {o.upstream_path: o for o in ctx.outcomes if o.outcome == "port"}
+    ports = {o.upstream_path: o for o in ctx.outcomes if o.outcome == Outcome.PORT}
     for q in ctx.questions:
         if q.alternative:
             source = (
-                ports[q.alternative.removeprefix("alternatives/")] if q.kind == "port" else by_path[q.file]
+                ports[q.alternative.removeprefix("alternatives/")]
+                if q.kind == QuestionKind.PORT
+                else by_path[q.file]
             )
             alt = source.alternative
             if alt is not None:
                 files[f"{base}/{q.alternative}"] = alt
         if q.diff:
             files[f"{base}/{q.diff}"] = to_utf8(q.sides.get("theirs", ""))
-        for site in q.sites if q.kind == "port" else []:  # a port group: each file's upstream version
+        for site in (
+            q.sites if q.kind == QuestionKind.PORT else []
+        ):  # a port group: each file's upstream version
             alt = ports[site["upstream"]].alternative
             if site.get("alternative") and alt is not None:
                 files[f"{base}/{site['alternative']}"] = alt

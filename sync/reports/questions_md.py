@@ -28,6 +28,7 @@ import json
 from typing import Any
 
 from sync.markdown import fenced, pr_list
+from sync.model.question import Tier
 from sync.reports.context import ReportContext
 from sync.reports.questions import Question, tier_counts
 from sync.reports.summary import settled_files
@@ -90,8 +91,8 @@ def render_questions(ctx: ReportContext) -> str:
     out = [
         f"# Questions: window #{ctx.window.from_pr}..#{ctx.window.to_pr}",
         "",
-        f"{len(ctx.questions)} questions: **{tiers['Decide']} Decide** (a human must choose), "
-        f"{tiers['Confirm']} Confirm (a default is proposed), {tiers['Settled']} Settled (recorded decision).",
+        f"{len(ctx.questions)} questions: **{tiers[Tier.DECIDE]} Decide** (a human must choose), "
+        f"{tiers[Tier.CONFIRM]} Confirm (a default is proposed), {tiers[Tier.SETTLED]} Settled (recorded decision).",
         "",
         "Answer them in `review.html` (choose options, export decisions.json into this folder) or edit "
         "`decisions.json` directly (set `decision`, and `edit` for edited text); then run `vime-sync resolve`.",
@@ -107,8 +108,8 @@ def render_questions(ctx: ReportContext) -> str:
             *settled,
         ]
     for q in ctx.questions:
-        default = q.decision if q.tier == "Settled" else q.default
-        if q.tier == "Settled" and q.sites and not default:
+        default = q.decision if q.tier == Tier.SETTLED else q.default
+        if q.tier == Tier.SETTLED and q.sites and not default:
             default = "recorded per site"
         out += [
             "",

@@ -9,7 +9,8 @@ from typing import Any
 
 from sync.gitio import GitError, git, git_text
 from sync.model.errors import SyncError
-from sync.reports.questions import TIERS
+from sync.model.outcome import Outcome
+from sync.model.question import TIERS, Tier
 from sync.window.decisions_doc import committed_decisions, merge_answers
 from sync.window.resolve import find_report_dir, load_decisions, markers_left, window_commits
 from sync.window.transaction import check_killed_run
@@ -44,7 +45,7 @@ def sync_status(worktree: Path) -> SyncStatus:
     tiers = dict.fromkeys(TIERS, 0)
     for q in questions:
         tiers[q.tier] = tiers.get(q.tier, 0) + 1
-    open_decide = [q.id for q in questions if q.tier == "Decide" and not q.decision]
+    open_decide = [q.id for q in questions if q.tier == Tier.DECIDE and not q.decision]
     gate_file = report_dir / "gate.json"
     try:
         gate = (
@@ -69,7 +70,7 @@ def sync_status(worktree: Path) -> SyncStatus:
         gate=gate,
         commits=[s for s in mine.splitlines() if s.startswith("sync")],
         settled={
-            p: f.get("settled", "") for p, f in doc["files"].items() if f.get("outcome") == "structural"
+            p: f.get("settled", "") for p, f in doc["files"].items() if f.get("outcome") == Outcome.STRUCTURAL
         },
     )
 

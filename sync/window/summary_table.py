@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from sync.model.question import TIERS
 from sync.reports.questions import tier_counts
 
 
@@ -35,7 +36,7 @@ def print_summary(result: Any, console: Console | None = None) -> None:
         table.add_row(label, str(result.counts.get(key, 0)))
     tiers = tier_counts(result.questions)
     table.add_section()
-    for tier in ("Decide", "Confirm", "Settled"):
+    for tier in TIERS:
         table.add_row(f"questions: {tier}", str(tiers[tier]))
     console.print(table)
     console.print(f"branch [bold]{result.branch}[/bold], worktree {result.worktree}")

@@ -10,6 +10,7 @@ from pathlib import Path
 from sync.gitio import FIXED_IDENTITY, GitError, git, git_text
 from sync.merge.filemerge import FileOutcome
 from sync.model.errors import SyncError
+from sync.model.outcome import Outcome
 
 
 def default_worktree_path(downstream: Path, from_pr: int, to_pr: int) -> Path:
@@ -65,7 +66,7 @@ def write_outcomes(worktree: Path, outcomes: list[FileOutcome]) -> list[str]:
             if target.is_file() or target.is_symlink():
                 target.unlink()
             touched.append(old)
-        if out.data is not None and out.outcome != "not_mirrored":
+        if out.data is not None and out.outcome != Outcome.NOT_MIRRORED:
             target = inside(worktree, out.path)
             with _fits(out.path, out.upstream_path):
                 target.parent.mkdir(parents=True, exist_ok=True)
