@@ -14,6 +14,7 @@ from typing import Any
 
 from sync.gitio import GitError, git
 from sync.model.errors import SyncError
+from sync.model.question import Site
 from sync.reports.questions import Question
 
 SCHEMA = "vime-sync/decisions/v1"
@@ -110,7 +111,7 @@ def merge_answers(trusted: dict[str, Any], answers: dict[str, Any], where: str) 
     return questions
 
 
-def _merge_sites(q: Question, sites: list[dict[str, Any]], where: str) -> None:
+def _merge_sites(q: Question, sites: list[Site], where: str) -> None:
     if not q.sites:
         return
     by_key = {s.get("key"): s for s in sites}
