@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from sync.model.names import (
+    SUBJECT_PREFIX,
     branch_name,
+    follow_gate_subject,
     label_of_name,
     merge_subject,
     parse_per_pr_subject,
@@ -14,6 +16,7 @@ from sync.model.names import (
     window_label,
     window_name,
     window_name_of_branch,
+    window_span,
 )
 
 
@@ -28,6 +31,9 @@ def test_window_name_branch_and_label_round_trip():
     assert label_of_name(window_name(5, 9)) == window_label(5, 9) == "slime #5..#9"
     assert merge_subject(window_label(5, 9)) == "sync(slime #5..#9): 3-way merge"
     assert resolve_subject(window_label(5, 9)) == "sync(slime #5..#9): resolve"
+    assert follow_gate_subject(window_label(7, 7), "passed") == "sync(slime #7..#7): follow gate passed"
+    assert all(s.startswith(SUBJECT_PREFIX) for s in (merge_subject("x"), resolve_subject("x")))
+    assert window_span(window_name(5, 9)) == "5-9"
 
 
 def test_per_pr_subject_round_trip_for_a_pr_and_a_direct_push():

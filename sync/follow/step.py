@@ -28,7 +28,14 @@ from sync.gitio import BlobReader, commit_date, deleted_paths_in_history, git_te
 from sync.ledger import LEDGER_PATH, StepSummary, ledger_files, load_ledger, parse_ledger, with_summary
 from sync.merge.filemerge import FileOutcome
 from sync.model.errors import SyncError
-from sync.model.names import FOLLOW_BRANCH, FOLLOW_TRAILER, report_dir, window_label, window_name
+from sync.model.names import (
+    FOLLOW_BRANCH,
+    FOLLOW_TRAILER,
+    follow_gate_subject,
+    report_dir,
+    window_label,
+    window_name,
+)
 from sync.model.outcome import Outcome
 from sync.model.question import Tier
 from sync.reports.questions import Question, expand_sites, tier_counts
@@ -261,7 +268,7 @@ def stage_gate(ctx: StepContext) -> None:
     ctx.summary = _summary(ctx, verdict(result))
     ledger = with_summary(load_ledger(ctx.worktree, "HEAD"), ctx.name, ctx.summary)
     files |= ledger_files(ledger)
-    subject = f"sync({window_label(ctx.pr, ctx.pr)}): follow gate {verdict(result)}"
+    subject = follow_gate_subject(window_label(ctx.pr, ctx.pr), verdict(result))
     ctx.final(subject)
     commit_on_branch(ctx, files, subject + "\n")
     if result is not None and not result.passed:

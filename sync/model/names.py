@@ -3,7 +3,8 @@
 A window #A..#B is named ``slime-A-B`` (its report folder ``reports/slime-A-B``, its branch
 ``sync/slime-A-B``) and labelled ``slime #A..#B`` in commit subjects: ``sync(slime #A..#B): 3-way
 merge``, ``...: resolve``, and per PR ``sync(slime #A..#B) i/n: #PR title`` (a direct push shows its
-8-character short sha instead of ``#PR``).
+8-character short sha instead of ``#PR``); a follow step's gate commit is ``sync(slime #N..#N): follow
+gate <verdict>``. The recorded decisions name the window they came from as ``A-B``.
 """
 
 from __future__ import annotations
@@ -14,22 +15,32 @@ from dataclasses import dataclass
 FOLLOW_BRANCH = "sync/follow"
 # The last line of every commit 1 that follow makes: tells its steps from windows merged into the branch.
 FOLLOW_TRAILER = "Made-by: vime-sync follow"
-SYNC_SUBJECT_PREFIX = "sync(slime #"  # every commit a window, resolve or follow makes starts so
+SUBJECT_PREFIX = "sync"  # the first word of every commit subject vime-sync writes: ``sync(<label>)...``
+WINDOW_NAME_PREFIX = "slime-"
+SYNC_SUBJECT_PREFIX = f"{SUBJECT_PREFIX}(slime #"  # every commit a window, resolve or follow makes starts so
 
 _WINDOW_NAME = re.compile(r"slime-(\d+)-(\d+)")
 _WINDOW_BRANCH = re.compile(r"sync/(slime-\d+-\d+)")
-_PER_PR_SUBJECT = re.compile(r"^sync\(slime #(\d+)\.\.#(\d+)\) \d+/\d+: (#(\d+)|([0-9a-f]{8})) ")
+_PER_PR_SUBJECT = re.compile(
+    "^" + re.escape(SYNC_SUBJECT_PREFIX) + r"(\d+)\.\.#(\d+)\) \d+/\d+: (#(\d+)|([0-9a-f]{8})) "
+)
 
 
 def window_name(from_pr: int, to_pr: int) -> str:
     """``slime-A-B``: the report folder's name and the ledger's window cell."""
-    return f"slime-{from_pr}-{to_pr}"
+    return f"{WINDOW_NAME_PREFIX}{from_pr}-{to_pr}"
 
 
 def parse_window_name(name: str) -> tuple[int, int] | None:
     """(from, to) of ``slime-A-B``; None for any other text."""
     m = _WINDOW_NAME.fullmatch(name)
     return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def window_span(name: str) -> str:
+    """``A-B`` of ``slime-A-B``: how the recorded decisions name the window an answer came from (the
+    name without its ``slime-`` prefix)."""
+    return name.removeprefix(WINDOW_NAME_PREFIX)
 
 
 def report_dir(from_pr: int, to_pr: int) -> str:
@@ -60,12 +71,17 @@ def label_of_name(name: str) -> str:
 
 def merge_subject(label: str) -> str:
     """The subject of a window's commit 1 (``label``: ``window_label``)."""
-    return f"sync({label}): 3-way merge"
+    return f"{SUBJECT_PREFIX}({label}): 3-way merge"
 
 
 def resolve_subject(label: str) -> str:
     """The subject of the commit ``resolve`` makes."""
-    return f"sync({label}): resolve"
+    return f"{SUBJECT_PREFIX}({label}): resolve"
+
+
+def follow_gate_subject(label: str, verdict: str) -> str:
+    """The subject of the commit a follow step's gate makes (``label``: the PR's ``window_label``)."""
+    return f"{SUBJECT_PREFIX}({label}): follow gate {verdict}"
 
 
 def pr_ref(pr: int | None, sha: str) -> str:
@@ -77,7 +93,7 @@ def per_pr_subject(
     from_pr: int, to_pr: int, index: int, total: int, pr: int | None, sha: str, title: str
 ) -> str:
     """The subject of the ``--per-pr`` commit of one upstream PR (or direct push)."""
-    return f"sync({window_label(from_pr, to_pr)}) {index}/{total}: {pr_ref(pr, sha)} {title}"
+    return f"{SUBJECT_PREFIX}({window_label(from_pr, to_pr)}) {index}/{total}: {pr_ref(pr, sha)} {title}"
 
 
 @dataclass(frozen=True)

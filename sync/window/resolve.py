@@ -23,7 +23,7 @@ from sync.merge.filemerge import with_eol
 from sync.merge.textmerge import count_markers, parse_hunks, replace_hunks
 from sync.model import names
 from sync.model.errors import SyncError
-from sync.model.names import label_of_name
+from sync.model.names import label_of_name, window_span
 from sync.model.outcome import WITH_MARKERS
 from sync.model.question import ATTRIBUTE_KINDS, HUNK_KINDS, LINE_KINDS, QuestionKind, Tier
 from sync.reports.questions import Question, expand_sites, settle_sites
@@ -367,7 +367,7 @@ def stage_record(run: ResolveRun) -> None:
     except ValueError as exc:
         raise SyncError(f"{RECORD_PATH} is unreadable ({exc}); fix or remove it") from None
     answered = [q.to_dict() for q, _ in run.chosen]
-    recorded = add_decisions(recorded, answered, doc["window"]["name"].removeprefix("slime-"))
+    recorded = add_decisions(recorded, answered, window_span(doc["window"]["name"]))
     run.recorded = len(recorded)
     _write(run.tx, record_file, dump_recorded(recorded))
 

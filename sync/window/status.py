@@ -9,6 +9,7 @@ from typing import Any
 
 from sync.gitio import GitError, git, git_text
 from sync.model.errors import SyncError
+from sync.model.names import SUBJECT_PREFIX
 from sync.model.outcome import Outcome
 from sync.model.question import TIERS, Tier
 from sync.window.decisions_doc import committed_decisions, merge_answers
@@ -68,7 +69,7 @@ def sync_status(worktree: Path) -> SyncStatus:
         markers=markers_left(worktree, doc),
         resolved=resolve_commit is not None,
         gate=gate,
-        commits=[s for s in mine.splitlines() if s.startswith("sync")],
+        commits=[s for s in mine.splitlines() if s.startswith(SUBJECT_PREFIX)],
         settled={
             p: f.get("settled", "") for p, f in doc["files"].items() if f.get("outcome") == Outcome.STRUCTURAL
         },
