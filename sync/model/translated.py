@@ -4,8 +4,53 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
+
+
+class _RuleAt(Protocol):
+    @property
+    def rule_id(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+
+
+class _RuleHit(_RuleAt, Protocol):
+    @property
+    def snippet(self) -> str: ...
+
+
+class _Reference(Protocol):
+    @property
+    def path(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def snippet(self) -> str: ...
+
+
+class FileTranslationLike(Protocol):
+    """What ``Translated.from_file_translation`` reads of a sync.translator.model.FileTranslation (sync.model
+    imports nothing else of sync, so it names the shape, not the class). ``findings`` and ``questioned``,
+    set by the conformance stage, are read when present."""
+
+    @property
+    def src_path(self) -> str: ...
+    @property
+    def dst_path(self) -> str | None: ...
+    @property
+    def data(self) -> bytes: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def applied(self) -> Iterable[_RuleAt]: ...
+    @property
+    def unsupported(self) -> Iterable[_RuleHit]: ...
+    @property
+    def unmapped(self) -> Iterable[_Reference]: ...
+    @property
+    def parse_error(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -26,7 +71,7 @@ class Translated:
     questioned: tuple[tuple[str, int], ...] = ()  # applied rules a finding puts in question: not conversions
 
     @classmethod
-    def from_file_translation(cls, ft: Any) -> Translated:
+    def from_file_translation(cls, ft: FileTranslationLike) -> Translated:
         return cls(
             src_path=ft.src_path,
             dst_path=ft.dst_path,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from sync.ledger import LedgerRow
 from sync.merge.filemerge import FileOutcome
 from sync.model.names import window_name
 from sync.model.window import Window
-from sync.reports.questions import Question
+from sync.reports.questions import Question, RegionProvenance
 
 
 @dataclass
@@ -17,9 +17,9 @@ class ReportContext:
     branch: str
     outcomes: list[FileOutcome]
     questions: list[Question] = field(default_factory=list)
-    previous_ledger: list[Any] = field(default_factory=list)  # sync.ledger.LedgerRow at the downstream's HEAD
+    previous_ledger: list[LedgerRow] = field(default_factory=list)  # the ledger at the downstream's HEAD
     downstream_commits: dict[str, str] = field(default_factory=dict)  # upstream sha -> per-PR vime commit
-    provenance: Any = None  # sync.window.provenance.WindowProvenance, for changed regions per file
+    provenance: RegionProvenance | None = None  # sync.window.provenance.WindowProvenance: regions per file
     timings: dict[str, float] | None = None  # seconds of the window's stages so far (``--timings``)
 
     def __post_init__(self) -> None:

@@ -135,6 +135,13 @@ class Provenance(Protocol):
     def annotate(self, out: FileOutcome, diff: str) -> str: ...
 
 
+class RegionProvenance(Provenance, Protocol):
+    """A provenance that also lists the regions each PR changed in a file (decisions.json's ``regions``):
+    the window's, sync.window.provenance.WindowProvenance."""
+
+    def regions(self, out: FileOutcome) -> list[dict[str, object]]: ...
+
+
 class FilePRsOnly:
     """The fallback provenance: every hunk and line carries the PRs that touched its file."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sync.decisions import load_recorded
 from sync.ledger import load_ledger
@@ -22,6 +22,7 @@ from sync.window.state import STATE_PATH, SyncState
 
 if TYPE_CHECKING:
     from sync.rules import RuleSet
+    from sync.window.provenance import WindowProvenance
 
 
 @dataclass
@@ -54,7 +55,7 @@ def reports_for(
     head: str,
     state: SyncState,
     rules: RuleSet | None = None,
-    provenance: Any = None,
+    provenance: WindowProvenance | None = None,
     downstream_commits: dict[str, str] | None = None,
     timings: dict[str, float] | None = None,
 ) -> tuple[list[Question], dict[str, bytes]]:

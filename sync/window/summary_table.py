@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -10,8 +10,11 @@ from rich.table import Table
 from sync.model.question import TIERS
 from sync.reports.questions import tier_counts
 
+if TYPE_CHECKING:
+    from sync.window.result import WindowResult
 
-def print_summary(result: Any, console: Console | None = None) -> None:
+
+def print_summary(result: WindowResult, console: Console | None = None) -> None:
     """Print counts by outcome, the question tiers, and where the branch, worktree and reports are."""
     console = console or Console()
     w = result.window
@@ -46,7 +49,7 @@ def print_summary(result: Any, console: Console | None = None) -> None:
     )
 
 
-def print_timings(result: Any, console: Console | None = None) -> None:
+def print_timings(result: WindowResult, console: Console | None = None) -> None:
     """The wall seconds of each stage (``--timings``): where a slow window spends its time."""
     console = console or Console()
     table = Table(title="stage times")

@@ -3,9 +3,10 @@ window), ``perpr`` (one commit per PR) and ``follow`` type their stages with it 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -52,7 +53,7 @@ class WindowRun:
     console: Console
     tx: Transaction | None = None
     down: Downstream | None = None
-    up_read: Any = None
+    up_read: Callable[[str], bytes] | None = None  # upstream blob oid -> its bytes (a BlobReader's read)
     outcomes: list[FileOutcome] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
