@@ -18,9 +18,9 @@ figures.
 
 Per run, from its metrics.jsonl: wall time (the steps' seconds, evaluation left out), trained
 samples per second over it and from the median step (the figure compared: a step slowed by
-another job on a shared machine moves the total, not the median), the trainer's idle share (1 - train seconds / wall), the engines' idle share
+another job on a shared machine moves the total, not the median), the trainer's idle share (1 - (train + push seconds) / wall), the engines' idle share
 (sync and one-step-off: 1 - generation seconds / wall; fully async: seconds with none of vime's
-requests in flight plus weight-push seconds, over wall), the final reward (mean of the last 5
+requests in flight plus the seconds the engines stood paused for pushes, over wall), the final reward (mean of the last 5
 steps' samples) and the eval accuracy after training. Prints a table, writes ``results.json``
 and ``reward_vs_time.png`` (running mean of the step reward against the run's clock) in ``--out``,
 the machine's load average around each run, and the CPU seconds that processes outside the bench
@@ -51,6 +51,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_learning import EVAL_NAME, eval_flags, port_flags  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+
+from vime.utils.async_summary import engine_paused_s  # noqa: E402
 
 RUNNING_MEAN = 5
 CPU_FLAGS = ["--vllm-kv-cache-memory-bytes", "256M", "--vllm-max-model-len", "1024"]
@@ -173,8 +175,9 @@ def figures(records: list[dict]) -> dict[str, float]:
     evals = sum(r.get("time/eval", 0.0) for r in steps)
     wall = sum(r["time/step"] for r in steps) - evals
     train = sum(r.get("time/train", 0.0) for r in steps)
+    pushes = sum(r.get("time/update_weights", 0.0) for r in steps)  # the trainer's share of the pushes
     if any("async/policy_version" in r for r in steps):
-        idle = sum(r.get("async/engine_idle_s", 0.0) + r.get("time/update_weights", 0.0) for r in steps)
+        idle = sum(r.get("async/engine_idle_s", 0.0) + engine_paused_s(r) for r in steps)
         engine_busy = wall - idle
     else:
         engine_busy = sum(r.get("perf/rollout_time", 0.0) for r in steps)
@@ -190,7 +193,7 @@ def figures(records: list[dict]) -> dict[str, float]:
         "samples_per_s": samples / wall,
         # a step slowed by another job on the machine moves the total, not the median
         "samples_per_s_median": samples / len(steps) / median_step,
-        "trainer_idle": 1 - train / wall,
+        "trainer_idle": 1 - (train + pushes) / wall,
         "engine_idle": max(0.0, 1 - engine_busy / wall),
         "reward_last5": statistics.mean(rewards[-RUNNING_MEAN:]),
         "reward_first5": statistics.mean(rewards[:RUNNING_MEAN]),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU measurements of docs/benchmarks.md (issue 14), as run on the lent H200 after the vLLM 0.26
+# The GPU measurements of docs/benchmarks.md, as run on the lent H200 after the vLLM 0.26
 # bundle was installed to /tmp/site (shared/device/ship-vllm.md). Each step writes JSON and logs to $OUT.
 #   bash benchmarks/bench_gpu_session.sh weight-sync   # bench_gpu_weight_sync.py (~7 min)
 #   bash benchmarks/bench_gpu_session.sh train         # colocated GRPO through train.py, then bench_gpu_rollout.py

@@ -40,6 +40,12 @@ class TrainBackend(ABC):
     def note_weights_pushed(self, version: str) -> None:  # noqa: B027 - most backends keep nothing
         """The engines now serve this rank's current weights as ``version`` (``--keep-old-actor``)."""
 
+    def guard_weight_changes(self, wait) -> bool:
+        """Call ``wait()`` before this rank's next change of its weights (the optimizer step), so that
+        a push reading the weights in place may run beside the next train(); False where the backend
+        cannot (the caller then waits before the whole train())."""
+        return False
+
     @abstractmethod
     def init(self) -> int:
         """Build model and optimizer, load ``--load`` if any; return the first rollout id to run."""

@@ -4,7 +4,9 @@ The engines generate without pause (:mod:`vime.rollout.async_rollout`); each ste
 the next ``--rollout-batch-size`` groups that finished within ``--max-policy-version-lag``, trains on
 them and pushes its weights into the running engines with vLLM's pause mode ``keep``: requests in
 flight are frozen for the reload and then go on with the new weights, their later tokens tagged
-with the new version. Each step's record has train.py's keys plus ``time/rollout_wait`` (the
+with the new version. With ``ipc`` the push runs beside the next step's training (its optimizer
+step waits for the push, which reads the weights in place), except before an evaluation and after
+the last step. Each step's record has train.py's keys plus ``time/rollout_wait`` (the
 trainer waiting for a batch), ``async/trainer_idle_s`` (the same seconds) and the take's
 ``async/*`` metrics (lag histogram, stale groups regenerated or dropped, engine idle seconds).
 """
@@ -37,13 +39,22 @@ def train_fully_async(args: Namespace) -> list[dict]:
                     record = data.summary | run.rollout_metrics(rollout_id)
                     save_debug_rollout(args, rollout_id, data)
                     with timer.phase("train"):
-                        record |= {f"train/{k}": v for k, v in run.train(rollout_id, data).items()}
+                        trained = run.train(rollout_id, data)
+                    # a push that ran beside this step reports with it (weight_sync/*)
+                    record |= {
+                        k if k.startswith("weight_sync/") else f"train/{k}": v for k, v in trained.items()
+                    }
                     if run.schedule.should_save(rollout_id):
                         with timer.phase("save"):
                             run.save(rollout_id)
                     if (rollout_id + 1) % args.update_weights_interval == 0:
+                        # beside the next step's training, unless the engines must have these weights
+                        # now: an evaluation follows, or no step does
+                        beside = rollout_id + 1 < run.schedule.num_rollout and not run.schedule.should_eval(
+                            rollout_id
+                        )
                         with timer.phase("update_weights"):
-                            run.update_weights(pause_mode=PAUSE_MODE)
+                            run.update_weights(pause_mode=PAUSE_MODE, beside_training=beside)
                             record |= getattr(run.actor, "last_sync", None) or {}
                     if run.schedule.should_eval(rollout_id):
                         with timer.phase("eval"):

@@ -25,6 +25,7 @@ import ray
 
 from vime.backends.vllm_utils.sink_choice import WeightPushOptions, WeightSyncConfig
 from vime.ray.placement_group import PlacementSlice
+from vime.ray.push_beside_training import PushBesideTraining
 from vime.utils.lora_settings import LoraSettings
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ class TrainRayActor:
         self.world_size = world_size
         self.backend = None
         self.engine_sinks = None  # engine clients and NCCL group, made at the first GPU weight push
+        self.beside = PushBesideTraining()  # a push running beside the next train() (start_weight_push)
 
     def master_address(self) -> tuple[str, int]:
         with socket.socket() as s:
@@ -83,19 +85,24 @@ class TrainRayActor:
 
         if not isinstance(rollout_data, TrainBatch):
             rollout_data = TrainBatch.from_rollout_data(rollout_data)
-        return self.backend.train(rollout_id, rollout_data)
+        self.beside.before_train(self.backend)
+        result = self.backend.train(rollout_id, rollout_data)
+        return result | self.beside.after_train()
 
     def compute_logprobs(self, rollout_data: dict[str, list]) -> list[list[float]]:
+        self.beside.settle()
         from vime.backends.train_data import TrainBatch
 
         return [t.tolist() for t in self.backend.compute_logprobs(TrainBatch.from_rollout_data(rollout_data))]
 
     def export_weights(self, dest: str) -> str | None:
+        self.beside.settle()
         path = self.backend.export_weights(Path(dest))
         return str(path) if path is not None else None
 
     def export_adapter(self, dest: str) -> str | None:
         """The LoRA adapter alone, as a PEFT directory (rank 0 returns its path)."""
+        self.beside.settle()
         path = self.backend.export_adapter(Path(dest))
         return str(path) if path is not None else None
 
@@ -107,10 +114,29 @@ class TrainRayActor:
         batch = self.backend.last_train_batch
         return self.backend.data_parallel_rank, batch.debug_records() if batch is not None else []
 
+    def start_weight_push(self, urls: list[str], version: str, options) -> bool:
+        """``--fully-async`` with ``ipc``: start this rank's push in a thread and return at once, so the
+        next train() runs beside it; that step's optimizer waits for the push (the engines copy these
+        weights in place). False, and nothing started, where the backend cannot train beside a push."""
+        import torch
+
+        ready = torch.cuda.Event() if torch.cuda.is_available() else None
+        if ready is not None:
+            ready.record()  # the weights as the last step left them: the push waits for this, not the next step
+        return self.beside.start(
+            self.backend, version, lambda: self._send_weights(urls, version, options, ready)
+        )
+
     def send_weights_to_engines(self, urls: list[str], version: str, options) -> dict[str, float]:
         """``ipc`` / ``nccl``: every rank calls this (gathers are collective); ranks given ``urls`` drive
         the engines: pause, send the buckets, reset prefix caches, tag the version, resume. Which sink
         ``options`` (a ``WeightPushOptions``) names is decided in ``vllm_utils.sink_choice``."""
+        self.beside.settle()
+        return self._send_weights(urls, version, options)
+
+    def _send_weights(self, urls: list[str], version: str, options, ready=None) -> dict[str, float]:
+        """:meth:`send_weights_to_engines`' work; ``ready``: a CUDA event after which the weights are
+        final (a push beside training), else the sink synchronizes the stream."""
         from vime.backends.vllm_utils.sink_choice import EngineSinks, NullSink
         from vime.backends.vllm_utils.weight_transfer import push_weights
 
@@ -126,19 +152,26 @@ class TrainRayActor:
         def send() -> None:
             sent["bytes"] = self.backend.send_weights(sink, options.bucket_bytes)
 
-        seconds = push_weights(clients, send, version, options.pause_mode, sink=sink)
+        sink.ready = ready
+        try:
+            seconds = push_weights(clients, send, version, options.pause_mode, sink=sink)
+        finally:
+            sink.ready = None
         return {f"weight_sync/{k}_s": v for k, v in seconds.items()} | {
             "weight_sync/bytes": float(sent["bytes"]),
             "weight_sync/buckets": float(getattr(sink, "buckets", 0)),
         }
 
     def save(self, rollout_id: int) -> None:
+        self.beside.settle()
         self.backend.save(rollout_id)
 
     def offload(self) -> dict[str, float]:
+        self.beside.settle()
         return self.backend.offload() or {}
 
     def onload(self) -> dict[str, float]:
+        self.beside.settle()
         return self.backend.onload() or {}
 
 
@@ -169,6 +202,8 @@ class TrainGroup:
         self.dp_ranks: list[int] = []  # each actor's data-parallel rank, and their number (after init)
         self.dp_size = 0
         self.offload_metrics: dict[str, float] = {}  # rank 0's latest offload / onload figures
+        self.push_beside_training = True  # until a rank's backend says it cannot (start_weight_push)
+        self.last_sync: dict[str, float] = {}
 
     def init(self) -> int:
         """Build every rank's model; returns the rollout id to start from (from ``--load``)."""
@@ -242,14 +277,27 @@ class TrainGroup:
     def onload(self) -> None:
         self.offload_metrics |= ray.get([actor.onload.remote() for actor in self.actors])[0]
 
-    def update_weights(self, rollout_manager, version: int | None = None, pause_mode: str = "wait") -> float:
+    def update_weights(
+        self,
+        rollout_manager,
+        version: int | None = None,
+        pause_mode: str = "wait",
+        beside_training: bool = False,
+    ) -> float:
         """Push the weights to every engine the way ``--weight-sync`` says; returns seconds taken.
 
         ``pause_mode``: what the engines do with requests in flight (``wait`` for them, or ``keep``
-        them frozen across the reload: ``--fully-async``).
+        them frozen across the reload: ``--fully-async``). ``beside_training``: with ``ipc``, start the
+        push and return; it runs beside the next train(), whose optimizer step waits for it, and its
+        figures come back in that train()'s result (where the backend cannot, the push runs here).
         """
         start = time.perf_counter()
         self.weight_version = self.weight_version + 1 if version is None else version
+        if beside_training and self.weight_sync.mode == "ipc" and rollout_manager is not None:
+            started = self._start_push_beside_training(rollout_manager, pause_mode)
+            if started is not None:
+                self.last_sync = started
+                return time.perf_counter() - start
         if rollout_manager is not None and LoraSettings.from_args(self.args).sends_adapter:
             self.last_sync = self._update_lora_adapter(rollout_manager, pause_mode)
             self._note_pushed()
@@ -293,6 +341,27 @@ class TrainGroup:
             "weight_sync/export_s": exported,
             "weight_sync/load_s": time.perf_counter() - started - exported,
         }
+
+    def _start_push_beside_training(self, rollout_manager, pause_mode: str) -> dict[str, float] | None:
+        """Each rank starts its engines' push in a thread; the manager learns the version now, so the
+        next take bounds staleness against it as if the push were done. None: no rank could."""
+        if not self.push_beside_training:
+            return None
+        mark = time.perf_counter()
+        urls = ray.get(rollout_manager.engine_urls.remote())
+        ranks = len(self.actors)
+        assigned = [[u for j, u in enumerate(urls) if j % ranks == r] for r in range(ranks)]
+        options = WeightPushOptions.from_args(self.args, pause_mode)
+        version = str(self.weight_version)
+        started = ray.get(
+            [a.start_weight_push.remote(assigned[r], version, options) for r, a in enumerate(self.actors)]
+        )
+        if not all(started):  # one backend for every rank: all or none
+            self.push_beside_training = False
+            return None
+        ray.get(rollout_manager.note_weight_version.remote(version))
+        self._note_pushed()
+        return {"weight_sync/start_s": time.perf_counter() - mark}
 
     def _update_weights_gpu(self, mode: str, rollout_manager, pause_mode: str) -> dict[str, float]:
         """IPC: each engine is driven by the rank on its GPU (engine j by rank j % world size); NCCL: by

@@ -136,11 +136,15 @@ class TrainingRun:
             metrics["rollout/weight_version_lag"] = float(self.actor.weight_version) - oldest
         return metrics
 
-    def update_weights(self, pause_mode: str = "wait") -> float:
-        """Push the trainer's weights; ``pause_mode`` ``keep`` leaves requests in flight running across it."""
+    def update_weights(self, pause_mode: str = "wait", beside_training: bool = False) -> float:
+        """Push the trainer's weights; ``pause_mode`` ``keep`` leaves requests in flight running across
+        it; ``beside_training`` lets it run beside the next train() (``TrainGroup.update_weights``)."""
         if self.actor is None or self.rollout is None or self.args.debug_train_only:
             return 0.0  # --debug-train-only: no engine to update (the rollout function reads data)
-        seconds = self.actor.update_weights(self.rollout, pause_mode=pause_mode)
+        beside_training = beside_training and self.weight_check is None  # the check compares after the push
+        seconds = self.actor.update_weights(
+            self.rollout, pause_mode=pause_mode, beside_training=beside_training
+        )
         if self.weight_check is not None:
             tensors = self.weight_check.compare()
             engines = len(self.weight_check.baselines)

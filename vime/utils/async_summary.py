@@ -26,6 +26,16 @@ def _total(records: list[dict[str, Any]], key: str) -> float:
     return float(sum(r.get(key, 0.0) for r in records if isinstance(r.get(key), int | float)))
 
 
+SERVER_PHASES = ("weight_sync/server_pause_s", "weight_sync/server_rpc_s", "weight_sync/server_resume_s")
+
+
+def engine_paused_s(record: dict[str, Any]) -> float:
+    """Seconds the engines stood paused for this step's push: the servers' own phases where they
+    report them (a push beside training takes no step time of its own), else the push's seconds."""
+    phases = [record[k] for k in SERVER_PHASES if isinstance(record.get(k), int | float)]
+    return float(sum(phases)) if phases else float(record.get("time/update_weights", 0.0))
+
+
 def async_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     """``{"async": {...}}`` for a fully-async run's records; ``{}`` for any other run."""
     steps = [r for r in records if "async/policy_version" in r]
@@ -42,7 +52,7 @@ def async_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "lag_max": max((float(r.get("async/lag_max", 0.0)) for r in steps), default=0.0),
         **{name: int(_total(steps, f"async/{name}")) for name in COUNTS},
         "engine_idle_s": _total(steps, "async/engine_idle_s"),
-        "weight_push_s": _total(steps, "time/update_weights"),
+        "weight_push_s": sum(engine_paused_s(r) for r in steps),
         "trainer_idle_s": _total(steps, "async/trainer_idle_s"),
         "step_s": wall,
     }

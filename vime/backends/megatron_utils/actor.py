@@ -59,6 +59,7 @@ class MegatronActor:
 
     def __init__(self, cfg: MegatronActorConfig, optimizer_factory: Callable | None = None):
         self.cfg = cfg
+        self.before_weight_change: Callable[[], None] | None = None  # see guard_weight_changes
         self.device = (
             torch.device("cuda", torch.cuda.current_device())
             if torch.cuda.is_available()
@@ -238,6 +239,8 @@ class MegatronActor:
         self.optimizer.zero_grad()
 
     def _optimizer_step(self) -> float:
+        if self.before_weight_change is not None:  # a push still reading these weights in place
+            self.before_weight_change()
         if hasattr(self.model, "zero_grad_buffer"):  # Megatron optimizer
             _ok, grad_norm, _zeros = self.optimizer.step()
             return float(grad_norm or 0.0)

@@ -252,6 +252,17 @@ class MegatronTrainBackend(TrainBackend):
             out = export_model_to_hf_dir(exporter, dest, self.args.hf_checkpoint, progress=False)
         return out if dist.get_rank() == 0 else None
 
+    def guard_weight_changes(self, wait) -> bool:
+        """Where a push is views of the weights and no collective (one model-parallel rank, trainer
+        resident, no adapter): the optimizer step waits for it; elsewhere the push runs alone."""
+        sizes = parallel_sizes(self.args)
+        alone = (sizes.tp, sizes.pp, sizes.cp, sizes.ep) == (1, 1, 1, 1)
+        adapter = self.actor.cfg.lora is not None and self.actor.cfg.lora.enabled
+        if not alone or adapter or self.args.offload_train:
+            return False
+        self.actor.before_weight_change = wait
+        return True
+
     def send_weights(self, sink, bucket_bytes: int) -> int:
         """Zero-copy HF views (TP=1) packed into buckets for ``sink``; every rank takes part."""
         with self.actor.on_device():

@@ -118,6 +118,9 @@ class VimeIpcSink:
         self._left = 0
         self._paused: list[bool] = []
         self._layouts: dict[tuple, dict[str, Any]] = {}
+        # a CUDA event after which the weights are final: a push beside the next train step waits
+        # for it instead of for the whole stream (which holds that step's kernels)
+        self.ready: torch.cuda.Event | None = None
 
     # ----- WeightSink -------------------------------------------------------------------------
     def begin(self, plan: list[list[TensorMeta]]) -> None:
@@ -167,7 +170,10 @@ class VimeIpcSink:
         if self._left <= 0:
             raise RuntimeError("more buckets sent than the plan announced in begin()")
         mark = time.perf_counter()
-        torch.cuda.current_stream().synchronize()  # the engine reads this memory from another process
+        if self.ready is not None:
+            self.ready.synchronize()
+        else:
+            torch.cuda.current_stream().synchronize()  # the engine reads this memory from another process
         self.seconds["trainer_gpu_wait"] = (
             self.seconds.get("trainer_gpu_wait", 0.0) + time.perf_counter() - mark
         )
