@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from sync.conformance.check import check_calls, check_policies
-from sync.conformance.extract import Wrapper, extract
+from sync.conformance.extract import ExtractStatus, Wrapper, extract
 from sync.conformance.model import Body
 from sync.conformance.schema import ApiUnavailable, load_api
 from sync.rules import load_rules
@@ -177,6 +177,16 @@ def test_router_routes_are_known(api):
     """
     [finding] = findings(api, source)
     assert finding.kind == "unknown-route" and "vllm-router has no route" in finding.message
+
+
+def test_the_extractor_says_whether_it_read_a_file():
+    read = extract("m.py", 'def f(s):\n    return s._make_request("flush_cache", {})\n', WRAPPERS)
+    assert read.status is ExtractStatus.CHECKED and [c.route for c in read.calls] == ["/flush_cache"]
+    nothing = extract("m.py", "x = 1\n", WRAPPERS)
+    assert nothing.status is ExtractStatus.SKIPPED and not nothing.calls
+    broken = extract("m.py", 'def f(s):\n    return s._make_request("flush_cache", {}\n', WRAPPERS)
+    assert broken.status is ExtractStatus.FAILED and not broken.calls
+    assert broken.reason.startswith("m.py: ")
 
 
 def test_wrappers_come_from_the_rule_tables():

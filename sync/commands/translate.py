@@ -165,6 +165,9 @@ def summary_table(result: TreeResult, fates: RunFates, show_rules: bool, left_fl
         "questioned (converted, but the conformance check objects)", str(stats.references_questioned)
     )
     table.add_row("HTTP calls to vLLM / vllm-router checked", str(stats.http_calls))
+    table.add_row(
+        "  files whose calls could not be checked (they do not parse)", str(stats.conformance_unread)
+    )
     table.add_row("conformance findings (review questions)", str(stats.conformance_findings))
     if show_rules:
         for rule_id, count in sorted(stats.rules_applied.items(), key=lambda kv: (-kv[1], kv[0])):

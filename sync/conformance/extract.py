@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import libcst as cst
@@ -518,23 +519,34 @@ def might_call_http(text: str, wrappers: list[Wrapper]) -> bool:
     return False
 
 
+class ExtractStatus(StrEnum):
+    CHECKED = "checked"  # read: its calls and policies are in the result (maybe none)
+    SKIPPED = "skipped"  # names no HTTP helper and no router policy: nothing to read
+    FAILED = "failed"  # does not parse: its calls are not checked (the reason says where)
+
+
 @dataclass
 class Extracted:
-    """What one module says about the target API: its HTTP calls and the router policies it names."""
+    """What one module says about the target API: its HTTP calls and the router policies it names,
+    and whether it was read at all."""
 
     calls: list[CallSkeleton] = field(default_factory=list)
     policies: list[tuple[str, int]] = field(default_factory=list)
+    status: ExtractStatus = ExtractStatus.CHECKED
+    reason: str = ""  # FAILED: the parser's message
 
 
 def extract(path: str, text: str, wrappers: list[Wrapper]) -> Extracted:
-    """Every HTTP call skeleton in a Python module (nothing when it does not parse)."""
+    """Every HTTP call skeleton in a Python module (none, and status FAILED, when it does not parse)."""
     if not might_call_http(text, wrappers) and "router_policy" not in text:
-        return Extracted()
+        return Extracted(status=ExtractStatus.SKIPPED)
     focused, lines = focus(text, [(w.name, w.modules) for w in wrappers])  # what may hold a call
     try:
         module = cst.parse_module(focused)
-    except cst.ParserSyntaxError:
-        return Extracted()
+    except cst.ParserSyntaxError as error:
+        return Extracted(
+            status=ExtractStatus.FAILED, reason=f"{path}: {error.message} (line {error.raw_line})"
+        )
     extractor = _Extractor(path, wrappers, lines, line_ranges(module))
     module.visit(extractor)
     for skeleton in extractor.calls:

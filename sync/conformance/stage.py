@@ -12,7 +12,7 @@ A line that a finding names is never counted as converted: the rule applied ther
 from __future__ import annotations
 
 from sync.conformance.check import RuleAt, check_calls, check_policies
-from sync.conformance.extract import Wrapper, extract, wrappers_from_settings
+from sync.conformance.extract import ExtractStatus, Wrapper, extract, wrappers_from_settings
 from sync.conformance.imports import (
     PACKAGE,
     Surface,
@@ -75,6 +75,7 @@ def check_translation(
     findings: list[Finding] = []
     if ft.kind == "python" and api is not None:
         found = extract(ft.dst_path, text, wrappers_of(rules))
+        ft.conformance_unread = found.reason if found.status is ExtractStatus.FAILED else ""
         findings += check_calls(found.calls, api, rule_at)
         findings += check_policies(ft.dst_path, found.policies, api, rule_at)
         ft.http_calls = sum(1 for call in found.calls if call.checkable and call.engine)

@@ -47,6 +47,7 @@ class FileTranslation:
     parse_error: str | None = None
     # Conformance of the translated code to vLLM's API (sync/conformance; set by its stage):
     http_calls: int = 0
+    conformance_unread: str = ""  # why the check could not read this file (it does not parse), or ""
     findings: list[Any] = field(default_factory=list)  # sync.conformance.model.Finding
     questioned: set[Applied] = field(default_factory=set)  # applied rules a finding puts in question
 
@@ -73,6 +74,7 @@ class TreeStats:
     references_questioned: int = 0  # applied, but the conformance check found the line wrong
     http_calls: int = 0
     conformance_findings: int = 0
+    conformance_unread: int = 0  # files the conformance check could not parse (their calls unchecked)
 
     @property
     def references_total(self) -> int:
@@ -107,6 +109,7 @@ class TreeStats:
         self.references_questioned += sum(1 for applied in lines if applied in result.questioned)
         self.http_calls += result.http_calls
         self.conformance_findings += len(result.findings)
+        self.conformance_unread += bool(result.conformance_unread)
         self.references_unsupported += len(result.unsupported)
         self.references_unmapped += len(result.unmapped)
 
