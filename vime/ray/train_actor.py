@@ -123,9 +123,14 @@ class TrainRayActor:
         ready = torch.cuda.Event() if torch.cuda.is_available() else None
         if ready is not None:
             ready.record()  # the weights as the last step left them: the push waits for this, not the next step
-        return self.beside.start(
-            self.backend, version, lambda: self._send_weights(urls, version, options, ready)
-        )
+        device = torch.cuda.current_device() if ready is not None else None
+
+        def push() -> dict[str, float]:
+            if device is not None:
+                torch.cuda.set_device(device)  # a new thread starts on device 0
+            return self._send_weights(urls, version, options, ready)
+
+        return self.beside.start(self.backend, version, push)
 
     def send_weights_to_engines(self, urls: list[str], version: str, options) -> dict[str, float]:
         """``ipc`` / ``nccl``: every rank calls this (gathers are collective); ranks given ``urls`` drive
