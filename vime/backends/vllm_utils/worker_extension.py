@@ -83,8 +83,11 @@ class VimeWorkerExtension:
         """
         import torch
 
+        from vime.backends.vllm_utils.lora_base_names import base_layer_renamer, renamed
+
+        model = self._vime_model()
         weights = rebuild_ipc_bucket(json.loads(payload), torch.cuda.current_device())
-        self._vime_model().load_weights(weights=weights)
+        model.load_weights(weights=renamed(weights, base_layer_renamer(model)))
         torch.cuda.synchronize()
         return len(weights)
 
@@ -101,6 +104,7 @@ class VimeWorkerExtension:
         import torch
 
         from vime.backends.vllm_utils.copy_plan import SourceSpec, record_load
+        from vime.backends.vllm_utils.lora_base_names import base_layer_renamer, renamed
 
         info = json.loads(payload)
         device = torch.device("cuda", torch.cuda.current_device())
@@ -148,9 +152,13 @@ class VimeWorkerExtension:
         if plan is not None and plan.replayable:
             plan.replay(storages, device, keep_views=all(e["keep"] for e in info["storages"]))
         else:
-            weights = [
-                (n, spec.view(storages, device)) for n, spec in zip(layout.names, layout.specs, strict=True)
-            ]
+            weights = renamed(
+                [
+                    (n, spec.view(storages, device))
+                    for n, spec in zip(layout.names, layout.specs, strict=True)
+                ],
+                base_layer_renamer(model),
+            )
             if recorded:
                 plan = layout.plan = record_load(
                     lambda: model.load_weights(weights=weights), storages, list(model.parameters())
