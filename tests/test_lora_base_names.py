@@ -8,6 +8,8 @@ own ``AutoWeightsLoader``.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 import torch
 from torch import nn
@@ -30,7 +32,7 @@ class Attention(nn.Module):
 
 
 class Model(nn.Module):
-    packed_modules_mapping = {"qkv_proj": ["q_proj", "k_proj", "v_proj"]}
+    packed_modules_mapping: ClassVar[dict[str, list[str]]] = {"qkv_proj": ["q_proj", "k_proj", "v_proj"]}
 
     def __init__(self) -> None:
         super().__init__()
