@@ -25,7 +25,7 @@ from sync.model import names
 from sync.model.errors import SyncError
 from sync.model.names import label_of_name, window_span
 from sync.model.outcome import WITH_MARKERS
-from sync.model.question import ATTRIBUTE_KINDS, HUNK_KINDS, LINE_KINDS, QuestionKind, Tier
+from sync.model.question import ATTRIBUTE_KINDS, HUNK_KINDS, LINE_KINDS, Option, QuestionKind, Tier
 from sync.reports.questions import Question, expand_sites, settle_sites
 from sync.reports.questions_md import dump_json
 from sync.textio import read_utf8
@@ -124,9 +124,9 @@ def choose(questions: list[Question]) -> list[tuple[Question, str]]:
         decision = q.decision or q.default
         if decision not in q.options:
             raise SyncError(f"{q.id}: decision {decision!r} is not one of {q.options}; fix decisions.json")
-        if decision == "edit" and q.edit is None:
+        if decision == Option.EDIT and q.edit is None:
             raise SyncError(f"{q.id}: decision 'edit' needs the edited text in 'edit'; fix decisions.json")
-        if decision == "edit" and count_markers(q.edit.encode("utf-8"), q.marker_size):
+        if decision == Option.EDIT and count_markers(q.edit.encode("utf-8"), q.marker_size):
             raise SyncError(f"{q.id}: the edited text for {q.file} still has conflict markers; remove them")
         chosen.append((q, decision))
     return chosen
@@ -173,15 +173,15 @@ def _apply_hunks(files: Overlay, path: str, items: list[tuple[Question, str]]) -
                 f"{q.id}: {path} hunk {q.hunk} no longer matches the question; re-export decisions.json"
             )
         replacements[h.index] = {
-            "ours": h.ours, "theirs": h.theirs, "both": h.ours + h.theirs,
-        }.get(decision) if decision != "edit" else _edit_bytes(q, h.ours or h.theirs)  # fmt: skip
+            Option.OURS: h.ours, Option.THEIRS: h.theirs, Option.BOTH: h.ours + h.theirs,
+        }.get(decision) if decision != Option.EDIT else _edit_bytes(q, h.ours or h.theirs)  # fmt: skip
     files.write(path, replace_hunks(data, replacements, size))
 
 
 def _apply_file(files: Overlay, report_rel: str, q: Question, decision: str) -> None:
-    if decision == "ours":
+    if decision == Option.OURS:
         return
-    if decision == "edit":
+    if decision == Option.EDIT:
         files.write(q.file, _edit_bytes(q, b"\n"))
         return
     if q.alternative:  # theirs: upstream's version, saved aside by the window
@@ -194,7 +194,7 @@ def _apply_file(files: Overlay, report_rel: str, q: Question, decision: str) -> 
 
 
 def _apply_line(files: Overlay, q: Question, decision: str) -> None:
-    if decision == "keep":
+    if decision == Option.KEEP:
         return
     data = files.read(q.file)
     lines = (data or b"").splitlines(keepends=True)

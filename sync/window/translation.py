@@ -12,14 +12,16 @@ import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from sync.rules import RuleSet
 
-from sync.model.translated import Translated
+from sync.model.translated import FileTranslationLike, Translated
 
-TranslateFn = Callable[[str, bytes, Any], Any]
+#: (repository path, upstream bytes, rules) -> the file's translation (vime's ``translate_file``,
+#: ``translate_checked``, or one a test injects)
+TranslateFn = Callable[[str, bytes, "RuleSet"], FileTranslationLike]
 
 
 def _translator_sources(translate_fn: TranslateFn) -> list[Path]:
