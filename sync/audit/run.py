@@ -27,6 +27,7 @@ from sync.audit.lines import PR, replay
 from sync.gitio import BlobReader, ls_tree
 from sync.layout import LAYOUT_FILE, Layout, parse_layout
 from sync.ledger import load_ledger
+from sync.model.disposition import Disposition
 from sync.model.errors import SyncError
 from sync.window.checks import check_repos, git_common_dir, toplevel
 from sync.window.history import WindowError, first_parent_log, resolve_window
@@ -109,7 +110,7 @@ def _hand_marks(downstream: Path, rev: str) -> dict[PR, str]:
     return {
         r.pr if r.pr is not None else r.sha[:8]: f"{r.disposition}: {r.reason}"
         for r in load_ledger(downstream, rev)
-        if r.disposition in ("ported", "excluded")
+        if r.disposition in (Disposition.PORTED, Disposition.EXCLUDED)
     }
 
 
