@@ -79,3 +79,23 @@ def test_no_renaming_where_vllm_loads_through_the_wrapper(monkeypatch) -> None:
     monkeypatch.setattr(lora_base_names, "wrapper_loads_itself", lambda: True)
     assert lora_base_names.base_layer_renamer(Model()) is None
     assert renamed([("a.weight", 1)], None) == [("a.weight", 1)]
+
+
+def test_worker_extension_renames_what_it_loads_and_walks_the_model_once(monkeypatch) -> None:
+    from vime.backends.vllm_utils.worker_extension import VimeWorkerExtension
+
+    monkeypatch.setattr(lora_base_names, "wrapper_loads_itself", lambda: False)
+    walks = []
+    real = lora_base_names.wrapped_layer_names
+    monkeypatch.setattr(lora_base_names, "wrapped_layer_names", lambda m: walks.append(m) or real(m))
+
+    class Runner:  # the worker's model runner: only its model is read
+        model = Model()
+
+    extension = VimeWorkerExtension.__new__(VimeWorkerExtension)
+    extension.model_runner = Runner()
+    first = extension._vime_loaded_names([("embed_tokens.weight", 1), ("attn.norm.weight", 2)])
+    second = extension._vime_loaded_names([("attn.q_proj.weight", 3)])
+    assert first == [("embed_tokens.base_layer.weight", 1), ("attn.norm.weight", 2)]
+    assert second == [("attn.q_proj.base_layer.weight", 3)]
+    assert len(walks) == 1

@@ -3,8 +3,10 @@
 With ``--enable-lora`` vLLM wraps each linear and embedding layer it can adapt
 (``QKVParallelLinearWithLoRA`` …) after the model loaded, and the layer's own weight moves to
 ``<layer>.base_layer.weight``. vLLM 0.26's loaders walk the module tree by name, so a full push
-into such an engine (``ipc`` / ``nccl``: the merged push of a LoRA run, or any push of full weights)
-stops at the first wrapped layer ("There is no module or parameter named 'embed_tokens.weight'").
+into such an engine (the merged push of a LoRA run, or any push of full weights) stops at the first
+wrapped layer ("There is no module or parameter named 'embed_tokens.weight'"). vime's worker
+extension renames what it loads (the ``ipc`` paths, ``vime_load_ipc`` and ``vime_load_ipc_bucket``);
+a push through vLLM's own weight-transfer routes (``nccl``) is loaded by vLLM and not renamed.
 Later vLLM releases give the wrapper a ``load_weights`` of its own that forwards to the base layer;
 there the names stay as they are.
 """

@@ -47,6 +47,16 @@ class VimeWorkerExtension:
         model = self.model_runner.model
         return model.unwrap() if hasattr(model, "unwrap") else model
 
+    def _vime_loaded_names(self, weights: list) -> list:
+        """``weights`` named as this engine's ``load_weights`` finds them: into the ``base_layer`` of
+        the layers LoRA wrapped (``lora_base_names``). The wrapping happens when the engine starts, so
+        the renamer is worked out once per worker (a walk over every module), not per bucket."""
+        from vime.backends.vllm_utils.lora_base_names import base_layer_renamer, renamed
+
+        if "_vime_renamer" not in self.__dict__:
+            self.__dict__["_vime_renamer"] = base_layer_renamer(self._vime_model())
+        return renamed(weights, self.__dict__["_vime_renamer"])
+
     def vime_reload_weights(self, weights_path: str) -> int:
         """Load a Hugging Face safetensors checkpoint into the running model, in place; return #files.
 
@@ -83,11 +93,8 @@ class VimeWorkerExtension:
         """
         import torch
 
-        from vime.backends.vllm_utils.lora_base_names import base_layer_renamer, renamed
-
-        model = self._vime_model()
         weights = rebuild_ipc_bucket(json.loads(payload), torch.cuda.current_device())
-        model.load_weights(weights=renamed(weights, base_layer_renamer(model)))
+        self._vime_model().load_weights(weights=self._vime_loaded_names(weights))
         torch.cuda.synchronize()
         return len(weights)
 
@@ -104,7 +111,6 @@ class VimeWorkerExtension:
         import torch
 
         from vime.backends.vllm_utils.copy_plan import SourceSpec, record_load
-        from vime.backends.vllm_utils.lora_base_names import base_layer_renamer, renamed
 
         info = json.loads(payload)
         device = torch.device("cuda", torch.cuda.current_device())
@@ -152,12 +158,8 @@ class VimeWorkerExtension:
         if plan is not None and plan.replayable:
             plan.replay(storages, device, keep_views=all(e["keep"] for e in info["storages"]))
         else:
-            weights = renamed(
-                [
-                    (n, spec.view(storages, device))
-                    for n, spec in zip(layout.names, layout.specs, strict=True)
-                ],
-                base_layer_renamer(model),
+            weights = self._vime_loaded_names(
+                [(n, spec.view(storages, device)) for n, spec in zip(layout.names, layout.specs, strict=True)]
             )
             if recorded:
                 plan = layout.plan = record_load(
