@@ -8,7 +8,9 @@ arranged here, by a hook that SIGKILLs the process group:
 - ``stage:NAME``: at the boundary before stage NAME (``transaction.BOUNDARY_HOOKS``);
 - ``write:N``: right after the N-th file write inside the sync worktree;
 - ``after:MODULE.FUNC``: right after FUNC returns (e.g. the commit, before the run ends);
-- ``in:worktree-add``: while ``git worktree add`` itself runs (its worktree locked, half checked out).
+- ``in:worktree-add``: while ``git worktree add`` itself runs (its worktree locked, half checked out);
+- ``in:worktree-add-empty-commondir``: the one such state that breaks plain ``git branch`` (an empty
+  ``commondir`` in the worktree's admin folder), made on purpose rather than by the kill's timing.
 
 Used by ``tests/test_sync_kill_stages.py`` on small repositories, and as a script on a real slime
 window in a scratch folder (a clone of slime, and translate(slime at the cutoff) as the downstream, built as
@@ -35,6 +37,7 @@ WINDOW_POINTS = (
     "stage:reports",
     "stage:worktree",
     "in:worktree-add",
+    "in:worktree-add-empty-commondir",
     "stage:commit",
     "write:3",
     "after:sync.window.run.commit_paths",
@@ -107,6 +110,21 @@ elif kind == "in" and what == "worktree-add":
         die()
 
     run_mod.create_worktree = create_worktree
+elif kind == "in" and what == "worktree-add-empty-commondir":
+    # the state a kill inside `git worktree add` left on CI: the admin folder's commondir created
+    # but not yet written, so plain `git branch` dies reading it; made here on purpose, not by luck
+    import sync.window.run as run_mod
+    from sync.gitio import git_text
+
+    def create_worktree(downstream, branch, path, start):
+        subprocess.run(["git", "-C", str(downstream), "worktree", "add", "--quiet", "-b", branch, str(path), start], check=True)
+        common = Path(git_text(downstream, "rev-parse", "--absolute-git-dir"))
+        admin = next(d for d in (common / "worktrees").iterdir() if (d / "gitdir").read_text().strip() == str(Path(path) / ".git"))
+        (admin / "commondir").write_text("")
+        (admin / "locked").write_text("initializing\n")
+        die()
+
+    run_mod.create_worktree = create_worktree
 sys.argv = ["vime-sync", *args]
 from sync.cli import run
 run()
@@ -150,15 +168,23 @@ def killed_run(point: str, args: list[str], root: Path, timeout: int = 1800) -> 
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    ).stdout.strip()
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if done.returncode:
+        raise AssertionError(f"git {' '.join(args)} in {repo} exited {done.returncode}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def _has_branch(repo: Path, branch: str) -> bool:
+    """Whether ``branch`` exists, asked through ``for-each-ref``: ``git branch --list`` reads every
+    worktree's admin files, and a ``git worktree add`` killed between creating ``commondir`` and
+    writing it leaves one empty, which makes ``git branch`` die ("failed to read ... commondir")."""
+    return bool(_git(repo, "for-each-ref", "--format=%(refname)", f"refs/heads/{branch}"))
 
 
 def left_behind(downstream: Path, branch: str, worktree: Path) -> str:
     """What a killed run left: branch, worktree (and whether its files are dirty), journal."""
     parts = []
-    if _git(downstream, "branch", "--list", branch):
+    if _has_branch(downstream, branch):
         parts.append("branch")
     if worktree.exists():
         dirty = subprocess.run(
@@ -175,7 +201,7 @@ def remove_window(downstream: Path, branch: str, worktree: Path) -> None:
     if worktree.exists():
         _git(downstream, "worktree", "remove", "--force", "--force", str(worktree))
     _git(downstream, "worktree", "prune")
-    if _git(downstream, "branch", "--list", branch):
+    if _has_branch(downstream, branch):
         _git(downstream, "branch", "-D", branch)
 
 

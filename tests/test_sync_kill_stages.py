@@ -46,8 +46,11 @@ def test_a_window_killed_at_each_point_has_a_way_out_to_the_same_commit(tmp_path
     assert left["stage:translate"] == "nothing"
     assert "branch" in left["in:worktree-add"] and "journal" in left["in:worktree-add"]
     assert left["write:3"].startswith("branch, worktree (dirty)")
+    # an empty commondir makes plain `git branch` die; vime-sync still names it and --repair clears it
+    assert left["in:worktree-add-empty-commondir"].startswith("branch, worktree")
     ways = {r.point: r.way_out for r in drill.rounds}
     assert ways["stage:commit"] == "the git commands it printed"
+    assert ways["in:worktree-add-empty-commondir"] == "vime-sync window --repair"
     assert ways["after:sync.window.run.commit_paths"] == "none needed (the window was complete)"
 
 
