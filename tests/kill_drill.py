@@ -170,7 +170,9 @@ def killed_run(point: str, args: list[str], root: Path, timeout: int = 1800) -> 
 def _git(repo: Path, *args: str) -> str:
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
     if done.returncode:
-        raise AssertionError(f"git {' '.join(args)} in {repo} exited {done.returncode}: {done.stderr.strip()}")
+        raise AssertionError(
+            f"git {' '.join(args)} in {repo} exited {done.returncode}: {done.stderr.strip()}"
+        )
     return done.stdout.strip()
 
 
