@@ -11,7 +11,8 @@ answers, Megatron trainer, vLLM engine on the same GPU). ``before`` adds that ru
 (``--vllm-enforce-eager --vllm-gpu-memory-utilization 0.3``) and nothing else: fixed micro-batches of
 16 samples, both log-prob passes, sleep level 1. ``after`` (``AFTER``) lets vLLM compile and capture
 CUDA graphs, sizes the engine for the rollout it serves, sleeps at level 2 (the update overwrites
-every weight), batches by a token budget and takes the old log-probs from the engine. If the engine
+every weight), batches by a token budget, takes the old log-probs from the engine and keeps the
+trainer's state on the GPU (``--no-offload-train``: on an H200 both sides fit). If the engine
 cannot start with CUDA graphs, the run is repeated eager and the report says so.
 
 Tasks: ``math`` (the preset's arithmetic, reward 0 for a random model: timing only) or ``known-tokens``
@@ -51,7 +52,17 @@ AFTER = [
     "--rollout-sleep-level", "2",
     "--use-dynamic-batch-size", "--max-tokens-per-gpu", "6144",
     "--use-rollout-logprobs",
+    # the trainer's 60 GiB of state and the engine's 28 GB fit the H200 together (peak 132 GiB was the
+    # train phase, engine asleep): keeping the state resident skips two 60 GiB copies a step
+    "--no-offload-train",
 ]  # fmt: skip
+
+
+ENGINE_KEYS = (
+    "rollout/engine_request_s_mean", "rollout/engine_decode_s_mean", "rollout/engine_queue_s_mean",
+    "rollout/engine_inter_token_s_mean", "rollout/engine_steps", "rollout/engine_tokens_per_step_mean",
+    "rollout/engine_preemptions",
+)  # fmt: skip
 
 
 def launch_argv(variant: str, work: Path, out: Path, steps: int, response_len: int, task: str) -> list[str]:
@@ -132,6 +143,8 @@ def run_variant(opts: argparse.Namespace, eager_fallback: bool = False) -> dict:
         for key in ("offload/host_region_gib", "offload/torch_pinned_gib", "offload/copied_gib"):
             if key in record:
                 row[key] = record[key]
+        # the engine's own account of the rollout (vime/rollout/engine_stats.py)
+        row |= {k: v for k, v in record.items() if k.startswith(("rollout/engine_", "train/offload"))}
         if row.get("tokens") and record.get("time/train"):
             # summarize() counts 6N; every pass of the phase counts here
             row["train_mfu_all_passes"] = (
@@ -145,6 +158,10 @@ def run_variant(opts: argparse.Namespace, eager_fallback: bool = False) -> dict:
         result["median_steps_1_on"]["train_mfu_all_passes"] = statistics.median(
             r["train_mfu_all_passes"] for r in later if r.get("train_mfu_all_passes")
         )
+    for key in ENGINE_KEYS:
+        values = [r[key] for r in later if r.get(key) is not None]
+        if values:
+            result["median_steps_1_on"][key] = statistics.median(values)
     result |= {"parameters": params, "eager_fallback": eager_fallback}
     return result
 

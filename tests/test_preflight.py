@@ -162,3 +162,21 @@ def test_every_vime_flag_has_help_text():
     parser = build_parser(engine_layer=False)
     missing = [a.option_strings[0] for a in parser._actions if a.option_strings and not a.help]
     assert not missing, f"flags without help text: {missing}"
+
+
+def test_colocated_on_a_gpu_the_trainer_starts_before_the_engines_offloaded_or_not(monkeypatch):
+    """vLLM sizes its KV cache from the GPU memory it sees while profiling: a trainer kept on the GPU
+    (--no-offload-train) must be built before that, not beside it."""
+    from argparse import Namespace
+
+    import vime.utils.args.validation as validation
+    from vime.ray.training_run import trainer_first
+
+    def args(**kw):
+        return Namespace(**({"colocate": True, "offload_train": True, "debug_rollout_only": False} | kw))
+
+    monkeypatch.setattr(validation, "has_gpu", lambda: True)
+    assert trainer_first(args()) and trainer_first(args(offload_train=False))
+    assert not trainer_first(args(colocate=False)) and not trainer_first(args(debug_rollout_only=True))
+    monkeypatch.setattr(validation, "has_gpu", lambda: False)
+    assert not trainer_first(args())

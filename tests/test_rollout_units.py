@@ -287,3 +287,12 @@ def test_groups_finishing_together_fill_the_batch_in_prompt_order(make_rollout_a
     output, partial = run(rollout())
     assert [[s.group_index for s in group] for group in output.samples] == [[0, 0], [1, 1]]
     assert sorted(group[0].group_index for group in partial) == [2, 3, 4, 5]
+
+
+def test_the_engine_detokenizes_only_when_stop_strings_need_the_text():
+    from vime.rollout.generate import tokens_only
+
+    plain = build_sampling_params(_args())
+    assert tokens_only(plain)["detokenize"] is False and "detokenize" not in plain  # a copy, not the caller's
+    with_stop = {**plain, "stop": ["</answer>"]}
+    assert "detokenize" not in tokens_only(with_stop)  # vLLM refuses stop strings without the text

@@ -250,9 +250,11 @@ class LocalRolloutManager:
 
     def generate(self, rollout_id: int) -> dict[str, list]:
         """One step's training data: generate, log rollout metrics, convert samples to the trainer's dict."""
+        from vime.rollout.engine_stats import scrape as scrape_engines
         from vime.rollout.rollout_metrics import log_rollout_data, set_metrics_sink
         from vime.rollout.train_data import convert_samples_to_train_data
 
+        engines_before = scrape_engines(self.engine_urls())
         started = time.monotonic()
         output = self.generate_samples(rollout_id)
         samples = _flatten(output.samples)
@@ -262,6 +264,9 @@ class LocalRolloutManager:
             log_rollout_data(rollout_id, self.args, samples, output.metrics, time.monotonic() - started)
         finally:
             set_metrics_sink(None)
+        engines_after = scrape_engines(self.engine_urls()) if engines_before is not None else None
+        if engines_after is not None:  # the engines' own account of the same span (engine_stats.py)
+            collected.update(engines_after.since(engines_before))
         versions = [int(v) for s in samples for v in s.weight_versions[:1] if str(v).isdigit()]
         if versions:  # the oldest weights any sample began with: the driver turns it into a lag
             collected["rollout/weight_version_min"] = float(min(versions))

@@ -403,10 +403,13 @@ def init_ray() -> None:
 
 
 def trainer_first(args: Namespace) -> bool:
-    """Colocated on GPUs: the trainer starts (and offloads) before the engines take their memory."""
+    """Colocated on GPUs: the trainer starts (and offloads, with --offload-train) before the engines
+    take their memory. Kept on the GPU (--no-offload-train, where both fit), it still comes first:
+    vLLM sizes its KV cache from what the GPU holds while it profiles, so a trainer growing beside
+    that profile would be counted as the engine's own memory."""
     from vime.utils.args.validation import has_gpu
 
-    return bool(args.colocate and args.offload_train and not args.debug_rollout_only and has_gpu())
+    return bool(args.colocate and not args.debug_rollout_only and has_gpu())
 
 
 def create_rollout_manager(args: Namespace, placement) -> Any:
@@ -437,8 +440,9 @@ def start_training_run(args: Namespace) -> TrainingRun:
             with startup.phase("trainer"):
                 actor = TrainGroup(args, placements["actor"])
                 start = actor.init()
-            with startup.phase("trainer_offload"):
-                actor.offload()
+            if args.offload_train:
+                with startup.phase("trainer_offload"):
+                    actor.offload()
         # --debug-train-only keeps the manager (no engines): slime's SFT reads its data through it
         rollout = (
             None if args.load_debug_rollout_data else create_rollout_manager(args, placements["rollout"])

@@ -105,6 +105,16 @@ async def post_generate(
         delay = min(delay * 2, 5.0)
 
 
+def tokens_only(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with the engine's detokenizer off unless stop strings need the text.
+
+    The token route answers with ids (vime decodes the text itself, in ``apply_generate_output``),
+    so vLLM's incremental detokenizer would run per token per request for nothing; vLLM refuses
+    ``stop`` without it, so a request with stop strings keeps it on.
+    """
+    return params if params.get("stop") else {**params, "detokenize": False}
+
+
 def apply_generate_output(sample: Sample, choice: dict[str, Any], tokenizer: Any) -> Sample:
     """Append a generate answer's tokens, log probabilities, versions and finish reason to ``sample``."""
     tokens = [int(t) for t in choice.get("token_ids") or []]
@@ -151,7 +161,11 @@ async def generate(
     if params["max_tokens"] == 0:
         sample.status = Sample.Status.TRUNCATED
         return sample
-    payload = {"token_ids": prompt_ids, "sampling_params": params, "request_id": f"vime-{uuid.uuid4().hex}"}
+    payload = {
+        "token_ids": prompt_ids,
+        "sampling_params": tokens_only(params),
+        "request_id": f"vime-{uuid.uuid4().hex}",
+    }
     # vllm-router's consistent_hash policy keys on x-session-id (slime: X-SMG-Routing-Key)
     headers = {"x-session-id": sample.session_id} if sample.session_id else None
     cfg = RolloutConfig.from_args(args)
