@@ -289,10 +289,14 @@ def test_groups_finishing_together_fill_the_batch_in_prompt_order(make_rollout_a
     assert sorted(group[0].group_index for group in partial) == [2, 3, 4, 5]
 
 
-def test_the_engine_detokenizes_only_when_stop_strings_need_the_text():
-    from vime.rollout.generate import tokens_only
+def test_the_engine_answers_once_and_detokenizes_only_when_stop_strings_need_the_text():
+    from vllm.sampling_params import RequestOutputKind
+
+    from vime.rollout.generate import engine_request_params
 
     plain = build_sampling_params(_args())
-    assert tokens_only(plain)["detokenize"] is False and "detokenize" not in plain  # a copy, not the caller's
+    sent = engine_request_params(plain)
+    assert sent["detokenize"] is False and "detokenize" not in plain  # a copy, not the caller's
+    assert sent["output_kind"] == RequestOutputKind.FINAL_ONLY.value  # the installed vLLM's own enum
     with_stop = {**plain, "stop": ["</answer>"]}
-    assert "detokenize" not in tokens_only(with_stop)  # vLLM refuses stop strings without the text
+    assert "detokenize" not in engine_request_params(with_stop)  # vLLM refuses stop strings without the text

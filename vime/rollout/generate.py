@@ -105,14 +105,23 @@ async def post_generate(
         delay = min(delay * 2, 5.0)
 
 
-def tokens_only(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` with the engine's detokenizer off unless stop strings need the text.
+# vllm.sampling_params.RequestOutputKind.FINAL_ONLY (an enum vLLM takes by value in JSON)
+FINAL_ONLY = 2
 
-    The token route answers with ids (vime decodes the text itself, in ``apply_generate_output``),
-    so vLLM's incremental detokenizer would run per token per request for nothing; vLLM refuses
-    ``stop`` without it, so a request with stop strings keeps it on.
+
+def engine_request_params(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` as vime sends them on the token route: one answer per request, no server-side text.
+
+    - ``output_kind`` FINAL_ONLY: a request that does not stream needs its output once, at the end.
+      vLLM 0.32's token route sets this itself; 0.26's leaves the default (cumulative), which
+      rebuilds every request's whole output and wakes its handler at every engine step.
+    - ``detokenize`` off unless stop strings need the text (vLLM refuses ``stop`` without it): the
+      route answers with ids, and vime decodes the text itself (``apply_generate_output``).
     """
-    return params if params.get("stop") else {**params, "detokenize": False}
+    out = {**params, "output_kind": FINAL_ONLY}
+    if not params.get("stop"):
+        out["detokenize"] = False
+    return out
 
 
 def apply_generate_output(sample: Sample, choice: dict[str, Any], tokenizer: Any) -> Sample:
@@ -163,7 +172,7 @@ async def generate(
         return sample
     payload = {
         "token_ids": prompt_ids,
-        "sampling_params": tokens_only(params),
+        "sampling_params": engine_request_params(params),
         "request_id": f"vime-{uuid.uuid4().hex}",
     }
     # vllm-router's consistent_hash policy keys on x-session-id (slime: X-SMG-Routing-Key)
