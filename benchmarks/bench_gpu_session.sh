@@ -62,7 +62,8 @@ PY
       --timeout "${TRAIN_TIMEOUT:-480}" --out /tmp/q4b-out 2>&1 | tail -c 200000 > "$OUT/q4b_$variant.txt"
     echo "bench_qwen3_4b_gpu rc=${PIPESTATUS[0]}"; tail -40 "$OUT/q4b_$variant.txt"
     cp /tmp/q4b-out/"$variant".json /tmp/q4b-out/"$variant".jsonl "$OUT"/ 2>/dev/null
-    tail -c 4000000 /tmp/q4b-out/"$variant".log > "$OUT/q4b_${variant}_train.log" ;;
+    tail -c 4000000 /tmp/q4b-out/"$variant".log > "$OUT/q4b_${variant}_train.log"
+    for f in /tmp/q4b-out/"$variant"_run/logs/*.log; do [ -f "$f" ] && tail -c 1500000 "$f" > "$OUT/q4b_${variant}_$(basename "$f")"; done ;;
   moe)  # prepare (checkpoints) and train in one call; the per-step pickles stay on the machine
     export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}  # as measured 2026-12-06
     timeout 200 python3 benchmarks/bench_moe_gpu.py --out /tmp/moe-out --phase prepare 2>&1 | tail -c 100000 > "$OUT/moe_prepare.txt"

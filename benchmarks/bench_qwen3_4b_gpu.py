@@ -74,6 +74,7 @@ def launch_argv(variant: str, work: Path, out: Path, steps: int, response_len: i
         "--rollout-batch-size", "32", "--n-samples-per-prompt", "8",
         "--rollout-max-response-len", str(response_len), "--num-rollout", str(steps),
         "--metrics-jsonl", str(out / f"{variant}.jsonl"),
+        "--run-dir", str(out / f"{variant}_run"),  # its logs/ holds the engine's own log (start-up split)
         "--save-debug-rollout-data", str(work / variant / "rollout_{rollout_id}.pkl"),
     ]  # fmt: skip
     if task == "known-tokens":
