@@ -455,3 +455,52 @@ def test_gate_reports_sglang_names_through_a_reexport_module(api, tmp_path):
     [failure] = failures
     assert failure.files == [files[1]] and failure.line == 1 and failure.prs == [2200]
     assert "MultiprocessingSerializer: SGLang-only" in failure.message
+
+
+def _routes(source: str) -> list[tuple[int, str]]:
+    return [(c.line, c.route) for c in extract("m.py", textwrap.dedent(source), WRAPPERS).calls]
+
+
+def test_a_name_is_read_where_python_would_find_it():
+    """LibCST's scopes: a nested function sees its enclosing function's URL, a method never sees a
+    name bound in its class body (Python looks it up in the module), and a local shadows the module."""
+    source = """
+    import requests
+    URL = "http://engine/health"
+
+    def outer():
+        url = "http://engine/reset_prefix_cache"
+        def inner():
+            return requests.post(url)
+        return inner
+
+    class Client:
+        URL = "http://engine/class_body_only"
+        def ping(self):
+            return requests.get(URL)
+
+    def shadowed():
+        URL = "http://engine/is_paused"
+        return requests.get(URL)
+    """
+    assert _routes(source) == [(8, "/reset_prefix_cache"), (14, "/health"), (18, "/is_paused")]
+
+
+def test_a_declared_wrapper_is_found_through_any_import_of_its_module():
+    """What ``post`` was imported from is its qualified name, however the module was imported."""
+    source = """
+    import vime.utils.http_utils as hu
+    from vime.utils import http_utils
+    from elsewhere import post
+
+    async def f(url_base):
+        await hu.post("http://engine/pause", {"mode": "keep"})
+        await http_utils.post("http://engine/resume", {"tags": []})
+        await post("http://engine/not_the_wrapper", {})
+    """
+    calls = extract("m.py", textwrap.dedent(source), WRAPPERS).calls
+    # as the wrapper, its second argument is the body (read as a requests-style verb call, it has none)
+    assert [(c.line, c.route, sorted(c.body.keys) if c.body else None) for c in calls] == [
+        (7, "/pause", ["mode"]),
+        (8, "/resume", ["tags"]),
+    ]
