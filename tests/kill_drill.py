@@ -31,6 +31,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# the product's own check: a ref look-up, which a worktree admin folder left half-written by a killed
+# `git worktree add` (an empty commondir) cannot break, where plain `git branch --list` dies
+from sync.window.worktree import branch_exists
+
 WINDOW_POINTS = (
     "stage:translate",
     "stage:merge",
@@ -176,17 +180,10 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def _has_branch(repo: Path, branch: str) -> bool:
-    """Whether ``branch`` exists, asked through ``for-each-ref``: ``git branch --list`` reads every
-    worktree's admin files, and a ``git worktree add`` killed between creating ``commondir`` and
-    writing it leaves one empty, which makes ``git branch`` die ("failed to read ... commondir")."""
-    return bool(_git(repo, "for-each-ref", "--format=%(refname)", f"refs/heads/{branch}"))
-
-
 def left_behind(downstream: Path, branch: str, worktree: Path) -> str:
     """What a killed run left: branch, worktree (and whether its files are dirty), journal."""
     parts = []
-    if _has_branch(downstream, branch):
+    if branch_exists(downstream, branch):
         parts.append("branch")
     if worktree.exists():
         dirty = subprocess.run(
@@ -203,7 +200,7 @@ def remove_window(downstream: Path, branch: str, worktree: Path) -> None:
     if worktree.exists():
         _git(downstream, "worktree", "remove", "--force", "--force", str(worktree))
     _git(downstream, "worktree", "prune")
-    if _has_branch(downstream, branch):
+    if branch_exists(downstream, branch):
         _git(downstream, "branch", "-D", branch)
 
 

@@ -65,23 +65,17 @@ class EngineTotals:
 
     def since(self, earlier: EngineTotals) -> dict[str, float]:
         """``rollout/engine_*`` metrics of what happened between ``earlier`` and this scrape."""
-        requests_done = self.counts.get("vllm:e2e_request_latency_seconds", 0.0) - earlier.counts.get(
-            "vllm:e2e_request_latency_seconds", 0.0
-        )
-        if requests_done < 0 or any(self.counts.get(k, 0.0) < v for k, v in earlier.counts.items()):
+        if any(self.counts.get(k, 0.0) < v for k, v in earlier.counts.items()):
             return {}  # an engine restarted between the scrapes: its counts began again
-        out = {"rollout/engine_requests": requests_done}
+        counts = {m: self.counts.get(m, 0.0) - earlier.counts.get(m, 0.0) for m in HISTOGRAMS}
+        out = {"rollout/engine_requests": counts["vllm:e2e_request_latency_seconds"]}
         for metric, name in HISTOGRAMS.items():
-            count = self.counts.get(metric, 0.0) - earlier.counts.get(metric, 0.0)
-            if count > 0:
+            if counts[metric] > 0:
                 out[f"rollout/engine_{name}_mean"] = (
                     self.sums[metric] - earlier.sums.get(metric, 0.0)
-                ) / count
-        steps = self.counts.get("vllm:iteration_tokens_total", 0.0) - earlier.counts.get(
-            "vllm:iteration_tokens_total", 0.0
-        )
-        if steps > 0:
-            out["rollout/engine_steps"] = steps
+                ) / counts[metric]
+        if counts["vllm:iteration_tokens_total"] > 0:  # one observation per engine step
+            out["rollout/engine_steps"] = counts["vllm:iteration_tokens_total"]
         for metric, name in COUNTERS.items():
             if metric in self.counters:
                 out[f"rollout/engine_{name}"] = self.counters[metric] - earlier.counters.get(metric, 0.0)
