@@ -12,7 +12,7 @@ answers, Megatron trainer, vLLM engine on the same GPU). ``before`` adds that ru
 16 samples, both log-prob passes, sleep level 1. ``after`` (``AFTER``) lets vLLM compile and capture
 CUDA graphs, sizes the engine for the rollout it serves, sleeps at level 2 (the update overwrites
 every weight), batches by a token budget, takes the old log-probs from the engine and keeps the
-trainer's state on the GPU (``--no-offload-train``: on an H200 both sides fit). If the engine
+trainer's state on the GPU (``--no-offload-train``: on an H200 both sides should fit). If the engine
 cannot start with CUDA graphs, the run is repeated eager and the report says so.
 
 Tasks: ``math`` (the preset's arithmetic, reward 0 for a random model: timing only) or ``known-tokens``
@@ -52,8 +52,9 @@ AFTER = [
     "--rollout-sleep-level", "2",
     "--use-dynamic-batch-size", "--max-tokens-per-gpu", "6144",
     "--use-rollout-logprobs",
-    # the trainer's 60 GiB of state and the engine's 28 GB fit the H200 together (peak 132 GiB was the
-    # train phase, engine asleep): keeping the state resident skips two 60 GiB copies a step
+    # by the 2026-12-02 peaks the trainer's 60 GiB of state and the engine's 28 GB should fit the H200
+    # together (peak 132 GiB was the train phase, engine asleep; not run yet): keeping the state
+    # resident skips two 60 GiB copies a step
     "--no-offload-train",
 ]  # fmt: skip
 
