@@ -11,9 +11,11 @@ answers, Megatron trainer, vLLM engine on the same GPU). ``before`` adds that ru
 (``--vllm-enforce-eager --vllm-gpu-memory-utilization 0.3``) and nothing else: fixed micro-batches of
 16 samples, both log-prob passes, sleep level 1. ``after`` (``AFTER``) lets vLLM compile and capture
 CUDA graphs, sizes the engine for the rollout it serves, sleeps at level 2 (the update overwrites
-every weight), batches by a token budget, takes the old log-probs from the engine and keeps the
-trainer's state on the GPU (``--no-offload-train``: on an H200 both sides should fit). If the engine
-cannot start with CUDA graphs, the run is repeated eager and the report says so.
+every weight), batches by a token budget, takes the old log-probs from the engine, keeps the
+trainer's state on the GPU (``--no-offload-train``: on an H200 both sides should fit) and, its KV
+cache sized in bytes, starts the engine beside the trainer instead of after it. If that run makes
+no step, it is repeated with the trainer starting first (the 2026-12-02 order, CUDA graphs and all)
+and the report says so.
 
 Tasks: ``math`` (the preset's arithmetic, reward 0 for a random model: timing only) or ``known-tokens``
 (``benchmarks.gpu_tasks.known_token_reward``: the share of the answer's positions that hold a token
@@ -47,8 +49,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 BF16_PEAK = 790e12  # dense bf16 matmul FLOP/s measured on the lent H200 and H100 (device KINDS.md)
 BEFORE = ["--vllm-enforce-eager", "--vllm-gpu-memory-utilization", "0.3"]
 AFTER = [
-    # weights 8 GB + KV for 256 x ~300 tokens (11 GB) + graphs: 0.2 of an H200
+    # weights 8 GB + KV for 256 x ~300 tokens (11 GB) + graphs: 0.2 of an H200. The KV cache sized in
+    # bytes (16 GiB, ~116k tokens at 144 KiB a token) lets the engine start beside the trainer
+    # (vime/ray/start_order.py); the utilisation is then only vLLM's free-memory check at its start
     "--vllm-gpu-memory-utilization", "0.2", "--vllm-max-model-len", "1024",
+    "--vllm-kv-cache-memory-bytes", "16G",
     "--rollout-sleep-level", "2",
     "--use-dynamic-batch-size", "--max-tokens-per-gpu", "6144",
     "--use-rollout-logprobs",
@@ -110,13 +115,21 @@ class StepClock(threading.Thread):
                     self.seen.append(time.perf_counter())
 
 
-def run_variant(opts: argparse.Namespace, eager_fallback: bool = False) -> dict:
+def without_side_by_side_start(argv: list[str]) -> list[str]:
+    """``argv`` with the engine's KV cache sized by vLLM's profile again: the trainer starts first."""
+    if "--vllm-kv-cache-memory-bytes" not in argv:
+        return argv
+    at = argv.index("--vllm-kv-cache-memory-bytes")
+    return argv[:at] + argv[at + 2 :]
+
+
+def run_variant(opts: argparse.Namespace, serial_fallback: bool = False) -> dict:
     from bench_moe_gpu import GpuMemorySampler
     from bench_slime_recipe_gpu import summarize
 
     argv = launch_argv(opts.variant, opts.work, opts.out, opts.steps, opts.response_len, opts.task)
-    if eager_fallback:
-        argv += ["--vllm-enforce-eager"]
+    if serial_fallback:
+        argv = without_side_by_side_start(argv)
     (opts.work / opts.variant).mkdir(parents=True, exist_ok=True)
     metrics = opts.out / f"{opts.variant}.jsonl"
     metrics.unlink(missing_ok=True)
@@ -164,7 +177,7 @@ def run_variant(opts: argparse.Namespace, eager_fallback: bool = False) -> dict:
         values = [r[key] for r in later if r.get(key) is not None]
         if values:
             result["median_steps_1_on"][key] = statistics.median(values)
-    result |= {"parameters": params, "eager_fallback": eager_fallback}
+    result |= {"parameters": params, "serial_fallback": serial_fallback}
     return result
 
 
@@ -191,7 +204,7 @@ def main() -> None:
     started = time.perf_counter()
     result = run_variant(opts)
     if opts.variant == "after" and not result["steps"] and time.perf_counter() - started < opts.timeout / 2:
-        result = {"cuda_graph_attempt": {k: result[k] for k in ("rc", "wall_s")}} | run_variant(opts, True)
+        result = {"side_by_side_attempt": {k: result[k] for k in ("rc", "wall_s")}} | run_variant(opts, True)
     result["prepare"] = prepared
     (opts.out / f"{opts.variant}.json").write_text(json.dumps(result, indent=1, default=str))
     print(json.dumps({k: v for k, v in result.items() if k not in ("steps", "argv")}, indent=1, default=str))

@@ -180,3 +180,57 @@ def test_colocated_on_a_gpu_the_trainer_starts_before_the_engines_offloaded_or_n
     assert not trainer_first(args(colocate=False)) and not trainer_first(args(debug_rollout_only=True))
     monkeypatch.setattr(validation, "has_gpu", lambda: False)
     assert not trainer_first(args())
+
+
+def test_an_engine_kv_cache_sized_in_bytes_starts_beside_the_trainer():
+    """--vllm-kv-cache-memory-bytes: vLLM does not profile, so the trainer need not come first; the
+    first push then sends the trainer out like every step's end."""
+    from argparse import Namespace
+
+    from vime.ray.start_order import StartOrder
+
+    def order(on_gpu=True, **kw):
+        base = {"colocate": True, "offload_train": True, "debug_rollout_only": False}
+        return StartOrder.from_args(Namespace(**(base | kw)), on_gpu=on_gpu)
+
+    sized = order(vllm_kv_cache_memory_bytes="16G")
+    assert sized.side_by_side and not sized.trainer_first
+    assert order().trainer_first and not order().side_by_side
+    assert not order(on_gpu=False, vllm_kv_cache_memory_bytes="16G").side_by_side  # CPU: nothing to share
+    assert not order(colocate=False, vllm_kv_cache_memory_bytes="16G").side_by_side
+
+
+def test_the_first_weight_push_hands_over_by_the_start_order(monkeypatch):
+    """Trainer first: it was offloaded at start, so it comes back for the push and leaves again.
+    Side by side: both are on the GPU already; the push goes straight, then the trainer leaves."""
+    from argparse import Namespace
+
+    import vime.utils.args.validation as validation
+    from vime.ray.training_run import TrainingRun
+
+    class RecordingTrainer:
+        def __init__(self):
+            self.calls = []
+
+        def update_weights(self, rollout, **_):
+            self.calls.append("update_weights")
+            return 0.0
+
+        def offload(self):
+            self.calls.append("offload")
+
+        def onload(self):
+            self.calls.append("onload")
+
+    def first_push(**kw):
+        args = Namespace(
+            colocate=True, offload_train=True, offload_rollout=False, debug_rollout_only=False,
+            debug_train_only=False, **kw,
+        )  # fmt: skip
+        trainer = RecordingTrainer()
+        TrainingRun(args, trainer, object(), None, None, 0)._first_weight_sync()
+        return trainer.calls
+
+    monkeypatch.setattr(validation, "has_gpu", lambda: True)
+    assert first_push() == ["onload", "update_weights", "offload"]
+    assert first_push(vllm_kv_cache_memory_bytes="16G") == ["update_weights", "offload"]

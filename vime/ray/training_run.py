@@ -24,6 +24,7 @@ import ray
 from vime.backends.vllm_utils.weight_check import WeightUpdateCheck, WeightUpdateMismatch
 from vime.ray.placement_group import create_placement_groups
 from vime.ray.rollout_data import RolloutShards, rollout_summary, shards_for_training
+from vime.ray.start_order import StartOrder
 from vime.ray.train_actor import TrainGroup
 from vime.rollout.debug_data import DebugDataConfig
 from vime.utils.metrics import MetricsLogger
@@ -161,7 +162,8 @@ class TrainingRun:
     def first_weight_sync(self) -> None:
         """Engines serve the trainer's (possibly resumed) weights from step one. Colocated, the trainer
         was offloaded at start: the same hand-over as every step (engines asleep, trainer back, engine
-        weights woken, update, trainer out, KV cache woken), so neither side holds the GPU twice."""
+        weights woken, update, trainer out, KV cache woken), so neither side holds the GPU twice.
+        Started side by side (the KV cache sized in bytes), both are up: push, then the trainer out."""
         with self.startup.phase("first_weight_sync"):
             self._first_weight_sync()
         _say("start-up: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.startup.seconds.items()))
@@ -173,8 +175,11 @@ class TrainingRun:
     def _first_weight_sync(self) -> None:
         if self.actor is None or self.rollout is None or self.args.debug_train_only:
             return
-        if not trainer_first(self.args):
+        order = StartOrder.from_args(self.args)
+        if not order.trainer_first:
             self.update_weights()
+            if order.side_by_side:  # both started on the GPU: each step begins with the trainer out
+                self.offload_train()
             return
         self.offload_rollout()
         self.onload_train()
@@ -403,13 +408,9 @@ def init_ray() -> None:
 
 
 def trainer_first(args: Namespace) -> bool:
-    """Colocated on GPUs: the trainer starts (and offloads, with --offload-train) before the engines
-    take their memory. Kept on the GPU (--no-offload-train, where both fit), it still comes first:
-    vLLM sizes its KV cache from what the GPU holds while it profiles, so a trainer growing beside
-    that profile would be counted as the engine's own memory."""
-    from vime.utils.args.validation import has_gpu
-
-    return bool(args.colocate and not args.debug_rollout_only and has_gpu())
+    """Colocated on GPUs, the trainer starts (and offloads) before the engines take their memory
+    unless their KV cache is sized in bytes (:mod:`vime.ray.start_order`)."""
+    return StartOrder.from_args(args).trainer_first
 
 
 def create_rollout_manager(args: Namespace, placement) -> Any:

@@ -166,6 +166,11 @@ def _mirrored_values(args: argparse.Namespace, mirrored: Any) -> dict[str, Any]:
     return {dest: getattr(args, dest, None) for dest in mirrored}
 
 
+def given_vllm_value(args: argparse.Namespace, dest: str) -> Any:
+    """What the user gave as ``--vllm-<dest>`` (the raw string), or None when not given."""
+    return getattr(args, f"vllm_{dest}", None)  # a mirrored dest: see _mirrored_values
+
+
 def vllm_server_cli_args(args: argparse.Namespace, *, on_cpu: bool) -> list[str]:
     """The ``vllm serve`` arguments the user gave as ``--vllm-*`` (plus CPU defaults), validated by vLLM."""
     source = vllm_server_parser()

@@ -1,0 +1,58 @@
+"""Which side of a colocated GPU run takes the GPU first at start-up: the trainer, or both at once.
+
+vLLM sizes its KV cache from the memory it sees used while it profiles, so a trainer growing on
+the same GPU during that profile would be counted as the engine's own and shrink (or wipe out)
+the cache: colocated on a GPU, the trainer is built (and offloaded, with --offload-train) before
+the engines start. That serialises start-up: the engine's start (minutes, with compile and CUDA
+graphs) waits for the trainer's. When the user sizes the cache in bytes
+(``--vllm-kv-cache-memory-bytes``), vLLM skips that measurement and the trainer's memory no
+longer matters to it, so both start side by side and the first weight push hands over as usual.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vime.utils.args.defaults import config_from_args
+
+
+@dataclass(frozen=True)
+class StartOrder:
+    """The start-up order of a run, from ``args`` and the machine."""
+
+    colocate: bool = False  # --colocate: trainer and engines share the GPUs
+    offload_train: bool = True  # --offload-train: the trainer's state leaves the GPU while engines run
+    debug_rollout_only: bool = False  # no trainer at all
+    engine_kv_cache_sized: bool = False  # --vllm-kv-cache-memory-bytes given: vLLM does not profile
+    on_gpu: bool = False
+
+    @classmethod
+    def from_args(cls, args: Any, *, on_gpu: bool | None = None) -> StartOrder:
+        from vime.backends.vllm_utils.arguments import given_vllm_value
+        from vime.utils.args.validation import has_gpu
+
+        return config_from_args(
+            cls,
+            args,
+            dests={"offload_train": ("offload_train", bool)},  # None until validation decides it
+            engine_kv_cache_sized=given_vllm_value(args, "kv_cache_memory_bytes") is not None,
+            on_gpu=has_gpu() if on_gpu is None else on_gpu,
+        )
+
+    @property
+    def shares_gpu(self) -> bool:
+        """Trainer and engines start on the same GPUs."""
+        return self.colocate and not self.debug_rollout_only and self.on_gpu
+
+    @property
+    def trainer_first(self) -> bool:
+        """The trainer is built (and offloaded) before the engines start, so their profile sees a free
+        GPU. Kept on the GPU (--no-offload-train) it still comes first: the profile would otherwise
+        count its growth as the engine's."""
+        return self.shares_gpu and not self.engine_kv_cache_sized
+
+    @property
+    def side_by_side(self) -> bool:
+        """Sharing the GPU but starting together: the engines' KV cache has a size of its own."""
+        return self.shares_gpu and self.engine_kv_cache_sized
