@@ -4,6 +4,7 @@ vime's fast path ("after"), and a learning run at that size.
     python3 benchmarks/bench_qwen3_4b_gpu.py --variant before --steps 4 --out $OUT
     python3 benchmarks/bench_qwen3_4b_gpu.py --variant after --steps 20 --task known-tokens --out $OUT
     python3 benchmarks/bench_qwen3_4b_gpu.py --variant after --dry-run     # the argv, no GPU
+    python3 benchmarks/bench_qwen3_4b_gpu.py --variant rollout --steps 4   # the "after" engine alone
 
 Both variants run train.py with the command of the measurement the fast path is judged against
 (``--preset tiny-cpu --colocate --train-backend megatron --bf16``, 32 prompts x 8 samples, 256-token
@@ -64,6 +65,12 @@ AFTER = [
 ]  # fmt: skip
 
 
+# the engine alone (no trainer: fits an 80 GB H100): the "after" engine, its rollout and start-up
+ROLLOUT_ONLY = [
+    "--debug-rollout-only", "--vllm-gpu-memory-utilization", "0.2", "--vllm-max-model-len", "1024",
+    "--vllm-kv-cache-memory-bytes", "16G",
+]  # fmt: skip
+
 ENGINE_KEYS = (
     "rollout/engine_request_s_mean", "rollout/engine_decode_s_mean", "rollout/engine_queue_s_mean",
     "rollout/engine_inter_token_s_mean", "rollout/engine_steps", "rollout/engine_tokens_per_step_mean",
@@ -85,6 +92,8 @@ def launch_argv(variant: str, work: Path, out: Path, steps: int, response_len: i
     ]  # fmt: skip
     if task == "known-tokens":
         argv += ["--custom-rm-path", "benchmarks.gpu_tasks.known_token_reward", "--lr", "1e-4"]
+    if variant == "rollout":
+        return [a for a in argv if a not in ("--colocate", "--bf16")] + ROLLOUT_ONLY
     return argv + (BEFORE if variant == "before" else AFTER)
 
 
@@ -183,7 +192,7 @@ def run_variant(opts: argparse.Namespace, serial_fallback: bool = False) -> dict
 
 def main() -> None:
     cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    cli.add_argument("--variant", choices=["before", "after"], required=True)
+    cli.add_argument("--variant", choices=["before", "after", "rollout"], required=True)
     cli.add_argument("--task", choices=["math", "known-tokens"], default="math")
     cli.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/q4b-out")))
     cli.add_argument("--work", type=Path, default=Path("/tmp/q4b"))
