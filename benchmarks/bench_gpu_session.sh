@@ -9,6 +9,7 @@
 #   bash benchmarks/bench_gpu_session.sh q4b-after     # bench_qwen3_4b_gpu.py: the fast path, learning task (STEPS)
 #   bash benchmarks/bench_gpu_session.sh q4b-before    # the same model and batch with the 2026-12-01 flags
 #   bash benchmarks/bench_gpu_session.sh q4b-rollout   # the "after" engine alone (fits an 80 GB H100)
+#   bash benchmarks/bench_gpu_session.sh q4b-rollout-old  # the same with the request of 2026-12-02
 #   bash benchmarks/bench_gpu_session.sh moe           # bench_moe_gpu.py prepare + train (cut Qwen3-30B-A3B)
 set -uo pipefail
 OUT=${OUT:-/tmp/vime-gpu-out}; mkdir -p "$OUT"
@@ -57,7 +58,7 @@ for f in sorted(Path(sys.argv[1]).glob("*_seed*.jsonl")):  # each run's phase me
     print(f.stem, {k: round(statistics.median(r[k] for r in rows if k in r), 4) for k in keys})
 PY
     ;;
-  q4b-after|q4b-before|q4b-rollout)  # one train.py run each; the 4B checkpoint in /tmp/q4b is built once per machine
+  q4b-after|q4b-before|q4b-rollout|q4b-rollout-old)  # one train.py run each; the 4B checkpoint in /tmp/q4b is built once per machine
     variant=${1#q4b-}; task=math; [ "$variant" != before ] && task=${TASK:-known-tokens}
     timeout 590 python3 benchmarks/bench_qwen3_4b_gpu.py --variant "$variant" --task "$task" --steps "${STEPS:-5}" \
       --timeout "${TRAIN_TIMEOUT:-480}" --out /tmp/q4b-out 2>&1 | tail -c 200000 > "$OUT/q4b_$variant.txt"
@@ -73,5 +74,5 @@ PY
       --response-len "${RESPONSE_LEN:-256}" --timeout "${TRAIN_TIMEOUT:-370}" 2>&1 | tail -c 200000 > "$OUT/moe_train.txt"
     echo "train rc=${PIPESTATUS[0]}"; tail -40 "$OUT/moe_train.txt"
     cp /tmp/moe-out/*.json "$OUT"/ 2>/dev/null; tail -c 4000000 /tmp/moe-out/*.log > "$OUT/moe_train.log" 2>/dev/null ;;
-  *) echo "usage: $0 weight-sync|train|tests|lora-prepare|lora|async-prepare|async|q4b-after|q4b-before|q4b-rollout|moe" >&2; exit 2 ;;
+  *) echo "usage: $0 weight-sync|train|tests|lora-prepare|lora|async-prepare|async|q4b-after|q4b-before|q4b-rollout|q4b-rollout-old|moe" >&2; exit 2 ;;
 esac

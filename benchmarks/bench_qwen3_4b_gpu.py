@@ -5,6 +5,7 @@ vime's fast path ("after"), and a learning run at that size.
     python3 benchmarks/bench_qwen3_4b_gpu.py --variant after --steps 20 --task known-tokens --out $OUT
     python3 benchmarks/bench_qwen3_4b_gpu.py --variant after --dry-run     # the argv, no GPU
     python3 benchmarks/bench_qwen3_4b_gpu.py --variant rollout --steps 4   # the "after" engine alone
+    python3 benchmarks/bench_qwen3_4b_gpu.py --variant rollout-old ...     # with 2026-12-02's request
 
 Both variants run train.py with the command of the measurement the fast path is judged against
 (``--preset tiny-cpu --colocate --train-backend megatron --bf16``, 32 prompts x 8 samples, 256-token
@@ -92,8 +93,11 @@ def launch_argv(variant: str, work: Path, out: Path, steps: int, response_len: i
     ]  # fmt: skip
     if task == "known-tokens":
         argv += ["--custom-rm-path", "benchmarks.gpu_tasks.known_token_reward", "--lr", "1e-4"]
-    if variant == "rollout":
-        return [a for a in argv if a not in ("--colocate", "--bf16")] + ROLLOUT_ONLY
+    if variant.startswith("rollout"):
+        argv = [a for a in argv if a not in ("--colocate", "--bf16")] + ROLLOUT_ONLY
+        if variant == "rollout-old":  # the request of 2026-12-02, same engine and session
+            argv += ["--custom-generate-function-path", "benchmarks.gpu_tasks.generate_with_engine_defaults"]
+        return argv
     return argv + (BEFORE if variant == "before" else AFTER)
 
 
@@ -192,7 +196,7 @@ def run_variant(opts: argparse.Namespace, serial_fallback: bool = False) -> dict
 
 def main() -> None:
     cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    cli.add_argument("--variant", choices=["before", "after", "rollout"], required=True)
+    cli.add_argument("--variant", choices=["before", "after", "rollout", "rollout-old"], required=True)
     cli.add_argument("--task", choices=["math", "known-tokens"], default="math")
     cli.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/q4b-out")))
     cli.add_argument("--work", type=Path, default=Path("/tmp/q4b"))

@@ -27,3 +27,16 @@ def known_token_reward(args: Any, sample: Any, **kwargs: Any) -> float:
     response = sample.tokens[len(sample.tokens) - sample.response_length :]
     hits = sum(1 for token in response if token < size and token not in special)
     return hits / args.rollout_max_response_len
+
+
+async def generate_with_engine_defaults(
+    args: Any, sample: Any, sampling_params: dict, evaluation: bool = False
+):
+    """vime's default generate with the request as sent up to 2026-12-02: vLLM's own defaults (0.26's
+    cumulative output kind, the server detokenizing every token). The same-session baseline of the
+    final-only request (``generate.engine_request_params``); bench use only, and it sets that for the
+    whole rollout process it runs in."""
+    from vime.rollout import generate as generate_module
+
+    generate_module.engine_request_params = dict
+    return await generate_module.generate(args, sample, sampling_params, evaluation)
