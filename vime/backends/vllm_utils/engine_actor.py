@@ -149,9 +149,6 @@ class VLLMEngine:
     def reset_prefix_cache(self) -> None:
         self.client.reset_prefix_cache()
 
-    def load(self) -> dict[str, float]:
-        return self.client.load()
-
     def update_weights_from_disk(
         self, path: str, version: str | None = None, pause_mode: str = "wait"
     ) -> float:

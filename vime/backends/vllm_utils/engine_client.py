@@ -7,7 +7,6 @@ routes to one backend only). Routes are those of ``vllm serve`` 0.32 with ``VLLM
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 import requests
@@ -17,7 +16,6 @@ logger = logging.getLogger(__name__)
 # The server prefixes the id a client sends with the name of the route that created the request.
 SERVER_REQUEST_ID_PREFIX = "generate-tokens-"
 PAUSE_MODES = ("abort", "wait", "keep")
-_METRIC = re.compile(r"^(vllm:num_requests_(?:running|waiting))\{[^}]*\}\s+([0-9.eE+-]+)$", re.M)
 
 
 def server_request_id(request_id: str) -> str:
@@ -82,19 +80,12 @@ class EngineClient:
                 self._vime_routes = False
         return self._vime_routes
 
-    # ----- liveness and load --------------------------------------------------------------------
+    # ----- liveness -----------------------------------------------------------------------------
     def health(self, timeout_s: float = 10.0) -> bool:
         try:
             return self._http.get(f"{self.url}/health", timeout=timeout_s).status_code == 200
         except requests.RequestException:
             return False
-
-    def load(self) -> dict[str, float]:
-        """Running and waiting requests from the server's Prometheus ``/metrics`` (gauges: they are
-        refreshed while the engine steps, so right after an abort they may still show old counts)."""
-        text = self._call("GET", "/metrics")
-        found = {name.split("num_requests_")[1]: float(value) for name, value in _METRIC.findall(text or "")}
-        return {"running": found.get("running", 0.0), "waiting": found.get("waiting", 0.0)}
 
     # ----- generation -------------------------------------------------------------------------
     def generate(self, token_ids: list[int], sampling_params: dict, request_id: str | None = None) -> dict:
