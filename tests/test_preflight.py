@@ -198,6 +198,10 @@ def test_an_engine_kv_cache_sized_in_bytes_starts_beside_the_trainer():
     assert order().trainer_first and not order().side_by_side
     assert not order(on_gpu=False, vllm_kv_cache_memory_bytes="16G").side_by_side  # CPU: nothing to share
     assert not order(colocate=False, vllm_kv_cache_memory_bytes="16G").side_by_side
+    # vLLM still wants its utilisation share free at its start: the default 0.9 leaves the trainer nothing
+    assert "--vllm-gpu-memory-utilization" in sized.refusal()
+    assert order(vllm_kv_cache_memory_bytes="16G", vllm_gpu_memory_utilization="0.2").refusal() is None
+    assert order().refusal() is None
 
 
 def test_the_first_weight_push_hands_over_by_the_start_order(monkeypatch):

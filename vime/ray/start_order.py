@@ -25,6 +25,7 @@ class StartOrder:
     offload_train: bool = True  # --offload-train: the trainer's state leaves the GPU while engines run
     debug_rollout_only: bool = False  # no trainer at all
     engine_kv_cache_sized: bool = False  # --vllm-kv-cache-memory-bytes given: vLLM does not profile
+    engine_memory_share_given: bool = False  # --vllm-gpu-memory-utilization given
     on_gpu: bool = False
 
     @classmethod
@@ -37,6 +38,7 @@ class StartOrder:
             args,
             dests={"offload_train": ("offload_train", bool)},  # None until validation decides it
             engine_kv_cache_sized=given_vllm_value(args, "kv_cache_memory_bytes") is not None,
+            engine_memory_share_given=given_vllm_value(args, "gpu_memory_utilization") is not None,
             on_gpu=has_gpu() if on_gpu is None else on_gpu,
         )
 
@@ -56,3 +58,15 @@ class StartOrder:
     def side_by_side(self) -> bool:
         """Sharing the GPU but starting together: the engines' KV cache has a size of its own."""
         return self.shares_gpu and self.engine_kv_cache_sized
+
+    def refusal(self) -> str | None:
+        """Why this start cannot work, in one line, or None. Side by side, vLLM still checks at its
+        start that ``gpu_memory_utilization`` of the GPU is free, and its default (0.9) leaves the
+        trainer nothing: the engine would refuse in its own log, minutes into the launch."""
+        if self.side_by_side and not self.engine_memory_share_given:
+            return (
+                "--vllm-kv-cache-memory-bytes starts the engines beside the trainer, but vLLM still wants "
+                "--vllm-gpu-memory-utilization (default 0.9) of the GPU free at its start: give a share "
+                "that leaves the trainer its memory, e.g. --vllm-gpu-memory-utilization 0.2"
+            )
+        return None

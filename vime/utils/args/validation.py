@@ -255,6 +255,7 @@ def validate_args(args: argparse.Namespace) -> argparse.Namespace:
     _check_training_modes(args)
     if not args.debug_train_only:
         _check_engine_layer(args)
+        _check_start_order(args)
     _fill_weight_sync(args)
     return args
 
@@ -301,6 +302,13 @@ def _fill_weight_sync(args: argparse.Namespace) -> None:
         args.weight_sync = resolve_weight_sync(args, has_gpu())
     except ValueError as exc:
         raise ArgumentValidationError(str(exc)) from exc
+
+
+def _check_start_order(args: argparse.Namespace) -> None:
+    """Colocated engines started beside the trainer need a memory share that leaves it room."""
+    from vime.ray.start_order import StartOrder
+
+    _require((why := StartOrder.from_args(args, on_gpu=has_gpu()).refusal()) is None, why or "")
 
 
 def _check_engine_layer(args: argparse.Namespace) -> None:
