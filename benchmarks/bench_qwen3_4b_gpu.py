@@ -50,12 +50,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 BF16_PEAK = 790e12  # dense bf16 matmul FLOP/s measured on the lent H200 and H100 (device KINDS.md)
 BEFORE = ["--vllm-enforce-eager", "--vllm-gpu-memory-utilization", "0.3"]
-AFTER = [
-    # weights 8 GB + KV for 256 x ~300 tokens (11 GB) + graphs: 0.2 of an H200. The KV cache sized in
-    # bytes (16 GiB, ~116k tokens at 144 KiB a token) lets the engine start beside the trainer
-    # (vime/ray/start_order.py); the utilisation is then only vLLM's free-memory check at its start
+# weights 8 GB + KV for 256 x ~300 tokens (11 GB) + graphs: 0.2 of an H200. The KV cache sized in
+# bytes (16 GiB, ~116k tokens at 144 KiB a token) lets the engine start beside the trainer
+# (vime/ray/start_order.py); the utilisation is then only vLLM's free-memory check at its start
+AFTER_ENGINE = [
     "--vllm-gpu-memory-utilization", "0.2", "--vllm-max-model-len", "1024",
     "--vllm-kv-cache-memory-bytes", "16G",
+]  # fmt: skip
+AFTER = AFTER_ENGINE + [
     "--rollout-sleep-level", "2",
     "--use-dynamic-batch-size", "--max-tokens-per-gpu", "6144",
     "--use-rollout-logprobs",
@@ -67,10 +69,7 @@ AFTER = [
 
 
 # the engine alone (no trainer: fits an 80 GB H100): the "after" engine, its rollout and start-up
-ROLLOUT_ONLY = [
-    "--debug-rollout-only", "--vllm-gpu-memory-utilization", "0.2", "--vllm-max-model-len", "1024",
-    "--vllm-kv-cache-memory-bytes", "16G",
-]  # fmt: skip
+ROLLOUT_ONLY = ["--debug-rollout-only", *AFTER_ENGINE]
 
 ENGINE_KEYS = (
     "rollout/engine_request_s_mean", "rollout/engine_decode_s_mean", "rollout/engine_queue_s_mean",

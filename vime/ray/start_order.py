@@ -22,7 +22,6 @@ class StartOrder:
     """The start-up order of a run, from ``args`` and the machine."""
 
     colocate: bool = False  # --colocate: trainer and engines share the GPUs
-    offload_train: bool = True  # --offload-train: the trainer's state leaves the GPU while engines run
     debug_rollout_only: bool = False  # no trainer at all
     engine_kv_cache_sized: bool = False  # --vllm-kv-cache-memory-bytes given: vLLM does not profile
     engine_memory_share_given: bool = False  # --vllm-gpu-memory-utilization given
@@ -36,7 +35,6 @@ class StartOrder:
         return config_from_args(
             cls,
             args,
-            dests={"offload_train": ("offload_train", bool)},  # None until validation decides it
             engine_kv_cache_sized=given_vllm_value(args, "kv_cache_memory_bytes") is not None,
             engine_memory_share_given=given_vllm_value(args, "gpu_memory_utilization") is not None,
             on_gpu=has_gpu() if on_gpu is None else on_gpu,
