@@ -52,7 +52,7 @@ BF16_PEAK = 790e12  # dense bf16 matmul FLOP/s measured on the lent H200 and H10
 BEFORE = ["--vllm-enforce-eager", "--vllm-gpu-memory-utilization", "0.3"]
 # weights 8 GB + KV for 256 x ~300 tokens (11 GB) + graphs: 0.2 of an H200. The KV cache sized in
 # bytes (16 GiB, ~116k tokens at 144 KiB a token) lets the engine start beside the trainer
-# (vime/ray/start_order.py); the utilisation is then only vLLM's free-memory check at its start
+# (vime/utils/args/start_order.py); the utilisation is then only vLLM's free-memory check at its start
 AFTER_ENGINE = [
     "--vllm-gpu-memory-utilization", "0.2", "--vllm-max-model-len", "1024",
     "--vllm-kv-cache-memory-bytes", "16G",

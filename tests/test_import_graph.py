@@ -28,6 +28,7 @@ LAYERS = [
 ALLOWED_UP = {
     ("vime.utils.arguments", "vime.backends.vllm_utils.arguments"),
     ("vime.utils.args.validation", "vime.backends.vllm_utils.arguments"),
+    ("vime.utils.args.start_order", "vime.backends.vllm_utils.arguments"),  # reads two --vllm-* values
 }
 
 

@@ -187,7 +187,7 @@ def test_an_engine_kv_cache_sized_in_bytes_starts_beside_the_trainer():
     first push then sends the trainer out like every step's end."""
     from argparse import Namespace
 
-    from vime.ray.start_order import StartOrder
+    from vime.utils.args.start_order import StartOrder
 
     def order(on_gpu=True, **kw):
         base = {"colocate": True, "offload_train": True, "debug_rollout_only": False}

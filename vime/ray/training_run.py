@@ -24,9 +24,9 @@ import ray
 from vime.backends.vllm_utils.weight_check import WeightUpdateCheck, WeightUpdateMismatch
 from vime.ray.placement_group import create_placement_groups
 from vime.ray.rollout_data import RolloutShards, rollout_summary, shards_for_training
-from vime.ray.start_order import StartOrder
 from vime.ray.train_actor import TrainGroup
 from vime.rollout.debug_data import DebugDataConfig
+from vime.utils.args.start_order import StartOrder
 from vime.utils.metrics import MetricsLogger
 from vime.utils.run_report import RunLayout, finish_report, prepare_run_dir, summary_lines
 from vime.utils.train_schedule import TrainSchedule
@@ -175,7 +175,9 @@ class TrainingRun:
     def _first_weight_sync(self) -> None:
         if self.actor is None or self.rollout is None or self.args.debug_train_only:
             return
-        order = StartOrder.from_args(self.args)
+        from vime.utils.args.validation import has_gpu
+
+        order = StartOrder.from_args(self.args, on_gpu=has_gpu())
         if not order.trainer_first:
             self.update_weights()
             if order.side_by_side:  # both started on the GPU: each step begins with the trainer out
@@ -409,8 +411,10 @@ def init_ray() -> None:
 
 def trainer_first(args: Namespace) -> bool:
     """Colocated on GPUs, the trainer starts (and offloads) before the engines take their memory
-    unless their KV cache is sized in bytes (:mod:`vime.ray.start_order`)."""
-    return StartOrder.from_args(args).trainer_first
+    unless their KV cache is sized in bytes (:mod:`vime.utils.args.start_order`)."""
+    from vime.utils.args.validation import has_gpu
+
+    return StartOrder.from_args(args, on_gpu=has_gpu()).trainer_first
 
 
 def create_rollout_manager(args: Namespace, placement) -> Any:

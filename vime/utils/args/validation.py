@@ -306,7 +306,7 @@ def _fill_weight_sync(args: argparse.Namespace) -> None:
 
 def _check_start_order(args: argparse.Namespace) -> None:
     """Colocated engines started beside the trainer need a memory share that leaves it room."""
-    from vime.ray.start_order import StartOrder
+    from vime.utils.args.start_order import StartOrder
 
     _require((why := StartOrder.from_args(args, on_gpu=has_gpu()).refusal()) is None, why or "")
 

@@ -28,16 +28,16 @@ class StartOrder:
     on_gpu: bool = False
 
     @classmethod
-    def from_args(cls, args: Any, *, on_gpu: bool | None = None) -> StartOrder:
+    def from_args(cls, args: Any, *, on_gpu: bool) -> StartOrder:
+        """``on_gpu``: ``validation.has_gpu()``, passed in (validation checks this order itself)."""
         from vime.backends.vllm_utils.arguments import given_vllm_value
-        from vime.utils.args.validation import has_gpu
 
         return config_from_args(
             cls,
             args,
             engine_kv_cache_sized=given_vllm_value(args, "kv_cache_memory_bytes") is not None,
             engine_memory_share_given=given_vllm_value(args, "gpu_memory_utilization") is not None,
-            on_gpu=has_gpu() if on_gpu is None else on_gpu,
+            on_gpu=on_gpu,
         )
 
     @property
